@@ -1,0 +1,114 @@
+"""Capture names (see docs/CAPTURES.md) and how each one is taken on a live machine.
+
+A capture is raw bytes: a command's stdout, a file's content, or (for the few things only Python
+can read cheaply, like installed distributions) a JSON document mlprobe produces itself. Probes
+ask a Host for captures by name and never touch the machine themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    name: str  # the file name inside a bundle
+    argv: Optional[Tuple[str, ...]] = None  # a command to run
+    path: Optional[str] = None  # a file to read
+    internal: Optional[str] = None  # a producer inside mlprobe (host.py knows them)
+    systems: Tuple[str, ...] = ("Linux", "Darwin", "Windows")
+    timeout: float = 5.0
+    # Some tools exit non-zero on success (or print useful stdout on failure).
+    ok_codes: Tuple[int, ...] = (0,)
+    max_bytes: int = 8 * 1024 * 1024
+
+
+_PS = ("powershell", "-NoProfile", "-NonInteractive", "-Command")
+
+SPECS: Dict[str, CaptureSpec] = {
+    s.name: s
+    for s in (
+        CaptureSpec("host.json", internal="host"),
+        CaptureSpec("proc-cpuinfo.txt", path="/proc/cpuinfo", systems=("Linux",)),
+        CaptureSpec("lscpu.txt", argv=("lscpu",), systems=("Linux",)),
+        CaptureSpec("os-release.txt", path="/etc/os-release", systems=("Linux",)),
+        CaptureSpec("proc-version.txt", path="/proc/version", systems=("Linux",)),
+        CaptureSpec("uname.txt", argv=("uname", "-a"), systems=("Linux", "Darwin")),
+        CaptureSpec("sysctl.txt", argv=("sysctl", "machdep.cpu", "hw"), systems=("Darwin",)),
+        CaptureSpec("sw_vers.txt", argv=("sw_vers",), systems=("Darwin",)),
+        CaptureSpec("nvidia-smi-q-x.xml", argv=("nvidia-smi", "-q", "-x"), timeout=10.0),
+        CaptureSpec(
+            "nvidia-smi-query.csv",
+            argv=(
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,compute_cap,memory.total,pci.bus_id,uuid",
+                "--format=csv",
+            ),
+            timeout=10.0,
+        ),
+        CaptureSpec("nvidia-smi.txt", argv=("nvidia-smi",), timeout=10.0),
+        CaptureSpec(
+            "proc-driver-nvidia-version.txt", path="/proc/driver/nvidia/version", systems=("Linux",)
+        ),
+        CaptureSpec("rocminfo.txt", argv=("rocminfo",), systems=("Linux",), timeout=10.0),
+        CaptureSpec(
+            "rocm-smi.txt", argv=("rocm-smi", "--showproductname"), systems=("Linux",), timeout=10.0
+        ),
+        CaptureSpec("rocm-version.txt", path="/opt/rocm/.info/version", systems=("Linux",)),
+        CaptureSpec("kfd-topology.txt", internal="kfd-topology", systems=("Linux",)),
+        CaptureSpec("lspci.txt", argv=("lspci", "-nn"), systems=("Linux",)),
+        CaptureSpec("drm-drivers.txt", internal="drm-drivers", systems=("Linux",)),
+        CaptureSpec("clinfo.txt", argv=("clinfo",), timeout=10.0),
+        CaptureSpec("clinfo.json", argv=("clinfo", "--json"), timeout=10.0),
+        CaptureSpec(
+            "system_profiler-SPDisplaysDataType.txt",
+            argv=("system_profiler", "SPDisplaysDataType"),
+            systems=("Darwin",),
+            timeout=15.0,
+        ),
+        CaptureSpec(
+            "system_profiler-SPDisplaysDataType.json",
+            argv=("system_profiler", "-json", "SPDisplaysDataType"),
+            systems=("Darwin",),
+            timeout=15.0,
+        ),
+        CaptureSpec(
+            "Win32_VideoController.json",
+            argv=_PS + ("Get-CimInstance Win32_VideoController | ConvertTo-Json",),
+            systems=("Windows",),
+            timeout=20.0,
+        ),
+        CaptureSpec("dxdiag.txt", internal="dxdiag", systems=("Windows",), timeout=60.0),
+        CaptureSpec("wsl-dxg.json", internal="wsl-dxg", systems=("Linux",)),
+        CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",)),
+        CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
+        CaptureSpec("mlprobe-frameworks.json", internal="frameworks"),
+        # Only ever read from bundles (users paste these into tickets):
+        CaptureSpec("collect_env.txt", internal="never"),
+        CaptureSpec("pip-list.txt", internal="never"),
+        CaptureSpec("clinfo-l.txt", internal="never"),
+        CaptureSpec("Win32_VideoController.txt", internal="never"),
+    )
+}
+
+
+def spec(name: str) -> CaptureSpec:
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown capture name {name!r}; add it to mlprobe.capture.SPECS") from None
+
+
+def decode(data: Optional[bytes]) -> str:
+    """Bytes -> text the way parsers want it: UTF-8 (or UTF-16 with a BOM, as Windows tools
+    write), undecodable bytes replaced, CRLF normalised to LF."""
+    if data is None:
+        return ""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")

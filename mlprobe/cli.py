@@ -1,0 +1,53 @@
+"""Command line: `mlprobe scan|capture|schema|plan|install|verify|report|diff`.
+
+Each command lives in mlprobe/commands/<name>.py with `register(subparsers)`; the parser it adds
+sets `func(args) -> int`. Command modules import their heavy parts inside `func`, so that
+`mlprobe scan --json` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from typing import List, Optional
+
+from . import __version__
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, MlprobeError
+
+COMMANDS = ["scan", "capture", "schema", "plan", "install", "verify", "report", "diff"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlprobe",
+        description="Which deep-learning stack can really use this hardware, how to get it, "
+        "and does it actually go faster?",
+    )
+    parser.add_argument("--version", action="version", version=f"mlprobe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        modname = f"mlprobe.commands.{name}"
+        if importlib.util.find_spec(modname) is None:
+            continue
+        importlib.import_module(modname).register(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except MlprobeError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,35 @@
+"""`mlprobe capture DIR`: write a capture bundle of this machine (see docs/CAPTURES.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import EXIT_USAGE, MlprobeError
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("capture", help="write the raw outputs mlprobe reads into a bundle folder")
+    p.add_argument("dir", help="folder to write (created; must be empty if it exists)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..host import LiveHost, write_bundle
+
+    folder = Path(args.dir)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise MlprobeError(
+            f"{folder} exists and is not an empty folder",
+            why="a bundle is one machine's captures; mixing two would replay as neither",
+            next_step="pass a new folder name", ref="E102", exit_code=EXIT_USAGE,
+        )
+    caps = write_bundle(LiveHost(), folder)
+    written = sorted(n for n, c in caps.items() if c.status == "ok")
+    failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))
+    print(f"wrote {len(written)} captures to {folder}: {', '.join(written)}")
+    for f in failed:
+        print(f"  not captured: {f}", file=sys.stderr)
+    print(f"replay with: mlprobe scan --replay {folder}")
+    return 0

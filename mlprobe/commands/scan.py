@@ -1,0 +1,29 @@
+"""`mlprobe scan`: CPU, GPUs/accelerators, runtimes, frameworks. Table, or --json."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_replay, host_source, make_host, print_json
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("scan", help="what this machine has (CPU, GPUs, runtimes, frameworks)")
+    add_replay(p)
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..scan import facts_to_report, scan
+
+    host = make_host(args)
+    facts = scan(host)
+    report = facts_to_report(facts, host_source(host, args))
+    if args.json:
+        print_json(report)
+    else:
+        from ..render.terminal import render_scan
+
+        render_scan(facts, report)
+    return 0

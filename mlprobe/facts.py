@@ -1,0 +1,198 @@
+"""Every fact type mlprobe knows. Frozen dataclasses; unknown values are None, never "N/A".
+
+Probes build these from parsed captures; the scan merges them into one `Facts`; rules, plan,
+verify and report read only `Facts` (or its `to_dict()`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+PROBE_STATUSES = ("ok", "absent", "error", "timeout")
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+class _ToDict:
+    def to_dict(self) -> Dict[str, Any]:
+        out = _plain(self)
+        assert isinstance(out, dict)
+        return out
+
+
+@dataclass(frozen=True)
+class OsFacts(_ToDict):
+    system: Optional[str] = None  # "Linux", "Darwin", "Windows"
+    release: Optional[str] = None  # kernel release / Windows release / Darwin release
+    version: Optional[str] = None  # platform.version()
+    distro: Optional[str] = None  # PRETTY_NAME of os-release, "macOS 14.5", "Windows 11 ..."
+    distro_id: Optional[str] = None
+    distro_version: Optional[str] = None
+    wsl: Optional[bool] = None
+    glibc: Optional[str] = None
+    macos_version: Optional[str] = None
+    windows_build: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CpuFacts(_ToDict):
+    vendor: Optional[str] = None  # lowercase short: intel, amd, arm, apple, ...
+    vendor_id: Optional[str] = None  # raw: GenuineIntel, AuthenticAMD, 0x41, ...
+    model: Optional[str] = None
+    arch: Optional[str] = None  # x86_64, aarch64, arm64, ...
+    cores: Optional[int] = None
+    threads: Optional[int] = None
+    flags: Tuple[str, ...] = ()
+    x86_64_level: Optional[int] = None
+    source: Optional[str] = None  # which capture the facts came from
+
+
+@dataclass(frozen=True)
+class MemoryFacts(_ToDict):
+    total_bytes: Optional[int] = None
+    available_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class PythonFacts(_ToDict):
+    version: Optional[str] = None
+    implementation: Optional[str] = None
+    executable: Optional[str] = None
+    in_venv: Optional[bool] = None
+    externally_managed: Optional[bool] = None
+    platform_tags: Tuple[str, ...] = ()  # most specific first, trimmed
+    machine: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class GpuFacts(_ToDict):
+    """One physical accelerator, as seen by one or more sources."""
+
+    vendor: str  # nvidia, amd, intel, apple, arm, qualcomm, ... (lowercase)
+    name: Optional[str] = None
+    driver_version: Optional[str] = None  # vendor's own numbering
+    compute_capability: Optional[str] = None  # NVIDIA, "8.6"
+    gfx_target: Optional[str] = None  # AMD: the hardware's own target, "gfx1031"
+    runtime_gfx_target: Optional[str] = None  # AMD: what the runtime reports (override!)
+    memory_bytes: Optional[int] = None
+    integrated: Optional[bool] = None
+    apis: Tuple[str, ...] = ()  # cuda, rocm, opencl, metal, directml, xpu, vulkan
+    architecture: Optional[str] = None  # Hopper, Ampere, RDNA2, CDNA3, ...
+    pci_bus_id: Optional[str] = None  # "0000:01:00.0"
+    pci_vendor_id: Optional[str] = None  # "0x10de"
+    pci_device_id: Optional[str] = None  # "0x2684"
+    uuid: Optional[str] = None
+    serial: Optional[str] = None
+    compute_units: Optional[int] = None
+    cores: Optional[int] = None  # Apple GPU cores
+    mig_mode: Optional[str] = None  # "Enabled" / "Disabled"
+    mig_devices: int = 0
+    metal_support: Optional[str] = None
+    driver_version_raw: Optional[str] = None  # e.g. Windows' 31.0.15.5222
+    chip_id: Optional[str] = None
+    sources: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OpenClDevice(_ToDict):
+    name: Optional[str] = None
+    type: Optional[str] = None  # "CPU", "GPU", "ACCELERATOR", ...
+    vendor: Optional[str] = None
+    driver_version: Optional[str] = None
+    version: Optional[str] = None
+    opencl_c_version: Optional[str] = None
+    compute_units: Optional[int] = None
+    global_memory_bytes: Optional[int] = None
+    fp16: Optional[bool] = None
+    fp64: Optional[bool] = None
+    board_name: Optional[str] = None  # AMD's board name extension
+    pci_bus_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class OpenClPlatform(_ToDict):
+    name: Optional[str] = None
+    vendor: Optional[str] = None
+    version: Optional[str] = None
+    devices: Tuple[OpenClDevice, ...] = ()
+
+
+@dataclass(frozen=True)
+class UsbAccelerator(_ToDict):
+    vendor_id: str
+    product_id: str
+    name: Optional[str] = None
+    kind: Optional[str] = None  # movidius-ncs, coral-usb, ...
+
+
+@dataclass(frozen=True)
+class FrameworkFacts(_ToDict):
+    name: str
+    version: Optional[str] = None
+    flavour: Optional[str] = None  # cpu, cu130, rocm6.3, xpu, directml, metal, ...
+    cuda: Optional[str] = None  # torch.version.cuda as recorded in version.py
+    hip: Optional[str] = None
+    location: Optional[str] = None
+    source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ProbeStatus(_ToDict):
+    name: str
+    status: str  # one of PROBE_STATUSES
+    seconds: float = 0.0
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Facts(_ToDict):
+    os: OsFacts = field(default_factory=OsFacts)
+    cpu: CpuFacts = field(default_factory=CpuFacts)
+    memory: MemoryFacts = field(default_factory=MemoryFacts)
+    python: PythonFacts = field(default_factory=PythonFacts)
+    gpus: Tuple[GpuFacts, ...] = ()
+    runtimes: Dict[str, Any] = field(default_factory=dict)
+    frameworks: Tuple[FrameworkFacts, ...] = ()
+    usb_accelerators: Tuple[UsbAccelerator, ...] = ()
+    warnings: Tuple[str, ...] = ()
+    probes: Tuple[ProbeStatus, ...] = ()
+    overrides: Dict[str, str] = field(default_factory=dict)
+
+    def framework(self, name: str) -> Optional[FrameworkFacts]:
+        for fw in self.frameworks:
+            if fw.name == name:
+                return fw
+        return None
+
+
+@dataclass
+class Contribution:
+    """What one probe adds to the scan. Mutable while the probe runs; merged by scan.py."""
+
+    os: Optional[OsFacts] = None
+    cpu: Optional[CpuFacts] = None
+    memory: Optional[MemoryFacts] = None
+    python: Optional[PythonFacts] = None
+    gpus: List[GpuFacts] = field(default_factory=list)
+    runtimes: Dict[str, Any] = field(default_factory=dict)
+    frameworks: List[FrameworkFacts] = field(default_factory=list)
+    usb_accelerators: List[UsbAccelerator] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    # Set by the probe: "ok" when it read something, "absent" when its sources are missing.
+    status: str = "ok"
+    error: Optional[str] = None
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    return dataclasses.replace(obj, **changes)

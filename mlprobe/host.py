@@ -1,0 +1,438 @@
+"""The one place that touches the machine.
+
+`LiveHost` runs argv lists (never a shell) with a timeout, reads files, env and platform.
+`ReplayHost` serves a capture bundle (a folder, or a report JSON that embeds one).
+Probes only call `host.get(name)`, `host.env(name)` and `host.info()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Protocol
+
+from .capture import SPECS, CaptureSpec, decode, spec
+
+# Environment variables that probes and rules read; captured into host.json so that a replay
+# sees the same ones. Values that look like secrets never appear here: these are all settings.
+ENV_VARS = (
+    "HSA_OVERRIDE_GFX_VERSION",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "PLAIDML_DEVICE_IDS",
+    "PLAIDML_EXPERIMENTAL",
+    "OCL_ICD_VENDORS",
+    "OCL_ICD_FILENAMES",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "WSL_DISTRO_NAME",
+    "WSL_INTEROP",
+)
+OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
+
+
+@dataclass(frozen=True)
+class Capture:
+    name: str
+    status: str  # "ok", "absent", "error", "timeout"
+    data: Optional[bytes] = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.data is not None
+
+    def text(self) -> str:
+        return decode(self.data)
+
+
+class Host(Protocol):
+    kind: str  # "live" or "replay"
+
+    def get(self, name: str) -> Capture: ...
+
+    def env(self, name: str) -> Optional[str]: ...
+
+    def env_overrides(self) -> Dict[str, str]: ...
+
+    def info(self) -> Dict[str, Any]: ...
+
+
+def _short(msg: str, limit: int = 300) -> str:
+    msg = " ".join(msg.split())
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
+
+
+class LiveHost:
+    """This machine. Every capture is taken at most once (cached), even when several probes
+    ask for it concurrently."""
+
+    kind = "live"
+
+    def __init__(self, timeout_scale: float = 1.0, env: Optional[Mapping[str, str]] = None) -> None:
+        self._cache: Dict[str, Capture] = {}
+        self._locks: Dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._timeout_scale = timeout_scale
+        self._env: Mapping[str, str] = env if env is not None else os.environ
+        self._info: Optional[Dict[str, Any]] = None
+
+    # -- Host protocol -------------------------------------------------------------------
+    def env(self, name: str) -> Optional[str]:
+        return self._env.get(name)
+
+    def env_overrides(self) -> Dict[str, str]:
+        return {k: v for k, v in self._env.items() if k.startswith(OVERRIDE_PREFIX)}
+
+    def info(self) -> Dict[str, Any]:
+        if self._info is None:
+            self._info = _live_host_info(self._env)
+        return self._info
+
+    def get(self, name: str) -> Capture:
+        with self._guard:
+            if name in self._cache:
+                return self._cache[name]
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name in self._cache:
+                return self._cache[name]
+            started = time.perf_counter()
+            cap = self._take(spec(name))
+            cap = Capture(cap.name, cap.status, cap.data, cap.error, time.perf_counter() - started)
+            with self._guard:
+                self._cache[name] = cap
+            return cap
+
+    # -- taking captures -----------------------------------------------------------------
+    def _take(self, s: CaptureSpec) -> Capture:
+        system = self.info()["system"]
+        if system not in s.systems:
+            return Capture(s.name, "absent", error=f"not taken on {system}")
+        if s.argv is not None:
+            return self.run(s.name, list(s.argv), s.timeout * self._timeout_scale, s.ok_codes, s.max_bytes)
+        if s.path is not None:
+            return self.read_file(s.name, s.path, s.max_bytes)
+        if s.internal is not None:
+            producer = _INTERNAL.get(s.internal)
+            if producer is None:
+                return Capture(s.name, "absent", error="only read from bundles")
+            try:
+                return producer(self, s)
+            except Exception as exc:  # a producer bug must cost only this capture
+                return Capture(s.name, "error", error=_short(f"{type(exc).__name__}: {exc}"))
+        return Capture(s.name, "absent")
+
+    def run(
+        self,
+        name: str,
+        argv: list[str],
+        timeout: float,
+        ok_codes: Iterable[int] = (0,),
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> Capture:
+        exe = shutil.which(argv[0], path=self._env.get("PATH"))
+        if exe is None:
+            # An absent tool costs a PATH lookup, not a subprocess.
+            return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
+        try:
+            proc = subprocess.run(
+                [exe] + argv[1:],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                env=dict(self._env),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
+        except OSError as exc:
+            return Capture(name, "error", error=_short(f"could not run {argv[0]}: {exc}"))
+        data = proc.stdout[:max_bytes]
+        if proc.returncode not in tuple(ok_codes):
+            detail = decode(proc.stderr).strip() or decode(proc.stdout).strip()
+            return Capture(
+                name,
+                "error",
+                data=data or None,
+                error=_short(f"{argv[0]} exited with status {proc.returncode}: {detail}"),
+            )
+        return Capture(name, "ok", data=data)
+
+    def read_file(self, name: str, path: str, max_bytes: int = 8 * 1024 * 1024) -> Capture:
+        try:
+            with open(path, "rb") as fh:
+                return Capture(name, "ok", data=fh.read(max_bytes))
+        except FileNotFoundError:
+            return Capture(name, "absent", error=f"{path} does not exist")
+        except OSError as exc:
+            return Capture(name, "error", error=_short(f"could not read {path}: {exc.strerror or exc}"))
+
+
+def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:
+    import platform
+
+    info: Dict[str, Any] = {
+        "system": platform.system(),
+        "release": platform.release(),
+        "version": platform.version(),
+        "machine": platform.machine(),
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "env": {k: env[k] for k in ENV_VARS if k in env},
+    }
+    if info["system"] == "Linux":
+        libc, ver = platform.libc_ver()
+        info["libc"] = f"{libc} {ver}".strip() if libc else None
+    if info["system"] == "Darwin":
+        info["mac_ver"] = platform.mac_ver()[0] or None
+    if info["system"] == "Windows":
+        info["win32_ver"] = list(platform.win32_ver())
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        info["memory_total"] = int(vm.total)
+        info["memory_available"] = int(vm.available)
+    except Exception:  # psutil missing or broken: memory stays unknown
+        pass
+    from .probes.python import live_python_extras
+
+    info.update(live_python_extras())
+    return info
+
+
+# -- internal producers ------------------------------------------------------------------------
+
+Producer = Callable[[LiveHost, CaptureSpec], Capture]
+
+
+def _json_capture(name: str, doc: Any) -> Capture:
+    return Capture(name, "ok", data=json.dumps(doc, indent=2, sort_keys=True).encode())
+
+
+def _produce_host(host: LiveHost, s: CaptureSpec) -> Capture:
+    return _json_capture(s.name, host.info())
+
+
+def _produce_kfd(host: LiveHost, s: CaptureSpec) -> Capture:
+    root = Path("/sys/class/kfd/kfd/topology/nodes")
+    if not root.is_dir():
+        return Capture(s.name, "absent", error=f"{root} does not exist")
+    parts = []
+    nodes = sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    for node in nodes:
+        try:
+            text = (node / "properties").read_text(errors="replace")
+        except OSError:
+            continue
+        parts.append(f"# node {node.name}\n{text}")
+    return Capture(s.name, "ok", data="".join(parts).encode())
+
+
+def _produce_drm(host: LiveHost, s: CaptureSpec) -> Capture:
+    """One line per DRM card: `card0 0000:03:00.0 0x1002 0x73df amdgpu` (sysfs, no subprocess)."""
+    root = Path("/sys/class/drm")
+    if not root.is_dir():
+        return Capture(s.name, "absent", error=f"{root} does not exist")
+    lines = []
+    for card in sorted(root.glob("card[0-9]*")):
+        if "-" in card.name:
+            continue
+        dev = card / "device"
+        try:
+            vendor = (dev / "vendor").read_text().strip()
+            device = (dev / "device").read_text().strip()
+        except OSError:
+            continue
+        try:
+            driver = os.path.basename(os.readlink(dev / "driver"))
+        except OSError:
+            driver = "-"
+        try:
+            bus = os.path.basename(os.path.realpath(dev))
+        except OSError:
+            bus = "-"
+        lines.append(f"{card.name} {bus} {vendor} {device} {driver}\n")
+    if not lines:
+        return Capture(s.name, "absent", error="no DRM cards")
+    return Capture(s.name, "ok", data="".join(lines).encode())
+
+
+def _produce_wsl(host: LiveHost, s: CaptureSpec) -> Capture:
+    dxg = os.path.exists("/dev/dxg")
+    lib = Path("/usr/lib/wsl/lib")
+    if not dxg and not lib.is_dir():
+        return Capture(s.name, "absent", error="no /dev/dxg and no /usr/lib/wsl/lib")
+    libs = sorted(p.name for p in lib.iterdir()) if lib.is_dir() else []
+    return _json_capture(s.name, {"dev_dxg": dxg, "wsl_lib": libs})
+
+
+def _produce_dxdiag(host: LiveHost, s: CaptureSpec) -> Capture:
+    import tempfile
+
+    if shutil.which("dxdiag") is None:
+        return Capture(s.name, "absent", error="dxdiag not found on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "dxdiag.txt")
+        cap = host.run(s.name, ["dxdiag", "/t", out], s.timeout)
+        if cap.status != "ok":
+            return cap
+        return host.read_file(s.name, out)
+
+
+def _produce_opencl(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .probes import opencl
+
+    return opencl.live_capture(host, s)
+
+
+def _produce_frameworks(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .probes import frameworks
+
+    return _json_capture(s.name, frameworks.live_inventory())
+
+
+_INTERNAL: Dict[str, Producer] = {
+    "host": _produce_host,
+    "kfd-topology": _produce_kfd,
+    "drm-drivers": _produce_drm,
+    "wsl-dxg": _produce_wsl,
+    "dxdiag": _produce_dxdiag,
+    "opencl": _produce_opencl,
+    "frameworks": _produce_frameworks,
+}
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+class BundleError(Exception):
+    """A replay source that is not a bundle. Carries a user-facing message."""
+
+
+class ReplayHost:
+    """Serves a capture bundle: a folder of files, or a report JSON with an embedded bundle."""
+
+    kind = "replay"
+
+    def __init__(self, source: "str | os.PathLike[str]") -> None:
+        self.source = Path(source)
+        self._files: Dict[str, bytes] = {}
+        self._folder: Optional[Path] = None
+        if self.source.is_dir():
+            self._folder = self.source
+        elif self.source.is_file():
+            self._files = _bundle_from_report(self.source)
+        else:
+            raise BundleError(f"{self.source} does not exist")
+        self._host_json = self._load_host_json()
+
+    def names(self) -> list[str]:
+        if self._folder is not None:
+            return sorted(p.name for p in self._folder.iterdir() if p.is_file())
+        return sorted(self._files)
+
+    def _raw(self, name: str) -> Optional[bytes]:
+        if self._folder is not None:
+            p = self._folder / name
+            try:
+                return p.read_bytes() if p.is_file() else None
+            except OSError:
+                return None
+        return self._files.get(name)
+
+    def get(self, name: str) -> Capture:
+        if name not in SPECS:
+            spec(name)  # raises a clear KeyError for a typo in a probe
+        data = self._raw(name)
+        if data is None:
+            return Capture(name, "absent", error=f"{name} is not in the bundle")
+        return Capture(name, "ok", data=data)
+
+    def _load_host_json(self) -> Dict[str, Any]:
+        data = self._raw("host.json")
+        if data is None:
+            return {}
+        try:
+            doc = json.loads(decode(data))
+        except ValueError as exc:
+            raise BundleError(f"host.json in {self.source} is not valid JSON: {exc}") from None
+        return doc if isinstance(doc, dict) else {}
+
+    def env(self, name: str) -> Optional[str]:
+        env = self._host_json.get("env")
+        if isinstance(env, dict):
+            val = env.get(name)
+            return str(val) if val is not None else None
+        return None
+
+    def env_overrides(self) -> Dict[str, str]:
+        env = self._host_json.get("env")
+        if not isinstance(env, dict):
+            return {}
+        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)}
+
+    def info(self) -> Dict[str, Any]:
+        info = dict(self._host_json)
+        if not info.get("system"):
+            info["system"] = self._infer_system()
+        return info
+
+    def _infer_system(self) -> Optional[str]:
+        names = set(self.names())
+        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt"}:
+            return "Linux"
+        if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
+                    "system_profiler-SPDisplaysDataType.json"}:
+            return "Darwin"
+        if names & {"dxdiag.txt", "Win32_VideoController.json", "Win32_VideoController.txt"}:
+            return "Windows"
+        return None
+
+
+def _bundle_from_report(path: Path) -> Dict[str, bytes]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
+    bundle = doc.get("capture_bundle") if isinstance(doc, dict) else None
+    if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
+        raise BundleError(
+            f"{path} holds no capture bundle; make the report with `mlprobe report --include-raw`"
+        )
+    files: Dict[str, bytes] = {}
+    for name, entry in bundle["files"].items():
+        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+            files[name] = entry["text"].encode("utf-8")
+        elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
+            files[name] = base64.b64decode(entry["base64"])
+    return files
+
+
+def write_bundle(host: LiveHost, folder: Path, names: Optional[Iterable[str]] = None) -> Dict[str, Capture]:
+    """Take every capture (concurrently) and write the ones that exist into `folder`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = list(names) if names is not None else [n for n, s in SPECS.items() if s.internal != "never"]
+    folder.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        caps = dict(zip(wanted, pool.map(host.get, wanted)))
+    for name, cap in caps.items():
+        # Only what succeeded is written: a replay then sees a failed capture as absent.
+        if cap.data is not None and cap.status == "ok":
+            (folder / name).write_bytes(cap.data)
+    return caps

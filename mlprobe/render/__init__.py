@@ -1,0 +1,1 @@
+"""Renderers: the terminal (rich), JSON and Markdown. Commands build results; renderers print."""

@@ -1,0 +1,101 @@
+"""Rich tables a person reads in five seconds."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from ..facts import Facts
+from ..probes.cpu import ML_FLAGS
+
+
+def human_bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return "?"
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
+    from rich.table import Table
+
+    con = console()
+    o, c = facts.os, facts.cpu
+    where = "replayed bundle" if report.get("source", {}).get("kind") == "replay" else "this machine"
+    con.print(f"[bold]mlprobe scan[/bold] of {where}: {o.distro or o.system or '?'}"
+              + (" (WSL)" if o.wsl else "") + (f", glibc {o.glibc}" if o.glibc else ""))
+    level = f"x86-64-v{c.x86_64_level}" if c.x86_64_level else (c.arch or "?")
+    flags = set(c.flags)
+    shown = []
+    for f in ML_FLAGS:
+        if f in flags:
+            shown.append(f"[green]{f}[/green]")
+        elif f in ("avx", "avx2", "fma") and c.arch == "x86_64":
+            shown.append(f"[red]no {f}[/red]")
+    amx = [f for f in ("amx_tile", "amx_bf16", "amx_int8") if f in flags]
+    con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
+              f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
+              + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
+    if shown:
+        con.print("    " + " ".join(s for s in shown if "amx" not in s or amx))
+
+    gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
+    for col in ("vendor", "name", "driver", "target", "memory", "APIs"):
+        gt.add_column(col)
+    for g in facts.gpus:
+        target = g.compute_capability and f"sm {g.compute_capability}" or g.gfx_target or ""
+        if g.runtime_gfx_target and g.runtime_gfx_target != g.gfx_target:
+            target += f" (runs as {g.runtime_gfx_target})"
+        if g.mig_mode and g.mig_mode.lower() == "enabled":
+            target += f", MIG on ({g.mig_devices} slices)"
+        gt.add_row(g.vendor, g.name or "?", g.driver_version or "", target,
+                   "shared" if g.integrated and not g.memory_bytes else human_bytes(g.memory_bytes) if g.memory_bytes else "",
+                   ", ".join(g.apis))
+    for u in facts.usb_accelerators:
+        gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb")
+    if facts.gpus or facts.usb_accelerators:
+        con.print(gt)
+    else:
+        con.print("[bold]GPUs[/bold] none found")
+
+    rt = facts.runtimes
+    parts = []
+    if rt.get("cuda"):
+        parts.append(f"CUDA {rt['cuda'].get('version') or '?'} (driver {rt['cuda'].get('driver_version') or '?'})")
+    if rt.get("rocm"):
+        parts.append(f"ROCm {rt['rocm'].get('version') or '?'}")
+    if rt.get("opencl"):
+        plats = rt["opencl"].get("platforms", [])
+        devs = sum(len(p.get("devices", [])) for p in plats)
+        parts.append(f"OpenCL: {len(plats)} platform(s), {devs} device(s) ("
+                     + ", ".join(sorted({str(p.get('name')) for p in plats})) + ")")
+    if rt.get("metal"):
+        parts.append(f"Metal {rt['metal'].get('support') or ''}".strip())
+    if rt.get("directml"):
+        parts.append("DirectML")
+    con.print("[bold]Runtimes[/bold] " + ("; ".join(parts) if parts else "none found"))
+
+    if facts.frameworks:
+        ft = Table(title="Frameworks (this Python)", title_justify="left")
+        ft.add_column("name")
+        ft.add_column("version")
+        ft.add_column("build")
+        for fw in facts.frameworks:
+            ft.add_row(fw.name, fw.version or "?", fw.flavour or "")
+        con.print(ft)
+    else:
+        con.print(f"[bold]Frameworks[/bold] none installed in this Python ({facts.python.version or '?'})")
+    for w in facts.warnings:
+        con.print(f"[yellow]warning:[/yellow] {w}")
+    bad = [p for p in facts.probes if p.status in ("error", "timeout")]
+    if bad:
+        con.print("[dim]probes with problems: " + "; ".join(f"{p.name} {p.status}: {p.error}" for p in bad) + "[/dim]")
+    con.print("[dim]next: `mlprobe plan` for what fits, `mlprobe scan --json` for machines[/dim]")

@@ -1,0 +1,227 @@
+"""Runs every probe concurrently through a Host, merges their contributions into one Facts, and
+records each probe's status. A probe that hangs, crashes or reads garbage costs only itself."""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import probes as registry
+from .facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
+from .host import Host
+
+# Overall wall-clock limit for one probe (its captures have their own, shorter limits).
+PROBE_DEADLINE_S = 30.0
+
+
+def run_probe(name: str, module: str, host: Host) -> Tuple[Contribution, float]:
+    started = time.perf_counter()
+    try:
+        fn = registry.load(module)
+        contrib = fn(host)
+        if not isinstance(contrib, Contribution):
+            raise TypeError(f"probe {name} returned {type(contrib).__name__}, not Contribution")
+    except Exception as exc:  # the probe's own bug: record it, keep the scan going
+        contrib = Contribution(status="error", error=f"{type(exc).__name__}: {exc}")
+    return contrib, time.perf_counter() - started
+
+
+def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
+    probes = [(n, m) for n, m in registry.available() if only is None or n in only]
+    results: Dict[str, Tuple[Contribution, float]] = {}
+    pool = ThreadPoolExecutor(max_workers=max(4, len(probes)), thread_name_prefix="probe")
+    futures: List[Tuple[str, Future[Tuple[Contribution, float]]]] = []
+    started = time.perf_counter()
+    try:
+        for name, module in probes:
+            futures.append((name, pool.submit(run_probe, name, module, host)))
+        for name, fut in futures:
+            left = max(0.1, PROBE_DEADLINE_S - (time.perf_counter() - started))
+            try:
+                results[name] = fut.result(timeout=left)
+            except FutureTimeout:
+                results[name] = (
+                    Contribution(status="timeout", error=f"did not finish within {PROBE_DEADLINE_S:g} s"),
+                    PROBE_DEADLINE_S,
+                )
+    finally:
+        pool.shutdown(wait=False)
+    return merge(host, [(n, *results[n]) for n, _ in probes])
+
+
+def _score_name(name: Optional[str]) -> str:
+    if not name:
+        return ""
+    s = name.lower()
+    s = re.sub(r"\((r|tm)\)|®|™", " ", s)
+    s = re.sub(r"\b(nvidia|amd|ati|intel|corporation|advanced micro devices, inc\.|inc|graphics|series|"
+               r"gpu|device|apple)\b", " ", s)
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", s).split())
+
+
+def _same_gpu(a: GpuFacts, b: GpuFacts) -> bool:
+    if a.vendor != b.vendor and "unknown" not in (a.vendor, b.vendor):
+        return False
+    if a.pci_bus_id and b.pci_bus_id:
+        return a.pci_bus_id == b.pci_bus_id
+    if a.uuid and b.uuid:
+        return a.uuid.lower() == b.uuid.lower()
+    if a.pci_device_id and b.pci_device_id:
+        return a.pci_device_id == b.pci_device_id
+    ga = a.runtime_gfx_target or a.gfx_target
+    gb = b.runtime_gfx_target or b.gfx_target
+    if ga and gb and ga == gb:
+        return True
+    na, nb = _score_name(a.name), _score_name(b.name)
+    if na and nb and (na == nb or na in nb or nb in na):
+        return True
+    return False
+
+
+def _combine(a: GpuFacts, b: GpuFacts) -> GpuFacts:
+    changes: Dict[str, Any] = {}
+    for field_name in a.__dataclass_fields__:
+        va, vb = getattr(a, field_name), getattr(b, field_name)
+        if field_name in ("apis", "sources", "notes"):
+            merged = tuple(dict.fromkeys(tuple(va) + tuple(vb)))
+            if merged != va:
+                changes[field_name] = merged
+        elif field_name == "mig_devices":
+            if vb and not va:
+                changes[field_name] = vb
+        elif va is None and vb is not None:
+            changes[field_name] = vb
+    if a.vendor == "unknown" and b.vendor != "unknown":
+        changes["vendor"] = b.vendor
+    return replace(a, **changes) if changes else a
+
+
+def merge_gpus(observations: List[Tuple[str, List[GpuFacts]]]) -> List[GpuFacts]:
+    """One entry per physical device. Observations come grouped by source, in priority order."""
+    merged: List[GpuFacts] = []
+    for source, gpus in observations:
+        taken: set[int] = set()
+        leftovers: List[GpuFacts] = []
+        for g in gpus:
+            match = None
+            for i, m in enumerate(merged):
+                if i not in taken and source not in m.sources and _same_gpu(m, g):
+                    match = i
+                    break
+            if match is None:
+                leftovers.append(g)
+                continue
+            taken.add(match)
+            merged[match] = _combine(merged[match], g)
+        # A lone device of a vendor seen by a lone device of the same vendor is the same device
+        # (e.g. lspci's "CoffeeLake-S GT2" and OpenCL's "Intel(R) UHD Graphics 630").
+        for g in leftovers:
+            same_vendor = [i for i, m in enumerate(merged) if m.vendor == g.vendor and i not in taken
+                           and source not in m.sources]
+            others_from_source = [x for x in gpus if x.vendor == g.vendor]
+            if (len(same_vendor) == 1 and len(others_from_source) == 1
+                    and not (merged[same_vendor[0]].pci_bus_id and g.pci_bus_id)):
+                i = same_vendor[0]
+                taken.add(i)
+                merged[i] = _combine(merged[i], g)
+            else:
+                merged.append(replace(g, sources=tuple(dict.fromkeys(g.sources or (source,)))))
+    return merged
+
+
+def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
+    """MLPROBE_OVERRIDE_<FACT>: escape hatches for tests and odd machines, recorded in the report."""
+    used: Dict[str, str] = {}
+    cpu = facts.cpu
+    for key, value in overrides.items():
+        fact = key[len("MLPROBE_OVERRIDE_"):].lower()
+        if fact == "cpu_flags":
+            from .probes.cpu import x86_64_level
+
+            flags = tuple(sorted(set(value.lower().split())))
+            cpu = replace(cpu, flags=flags, x86_64_level=x86_64_level(flags) if cpu.arch == "x86_64" else None)
+            used[key] = value
+        elif fact == "python_version":
+            facts = replace(facts, python=replace(facts.python, version=value))
+            used[key] = value
+    if used:
+        facts = replace(facts, cpu=cpu, overrides=used)
+    return facts
+
+
+def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
+    from .facts import MemoryFacts, OsFacts, PythonFacts
+
+    by_name = {name: c for name, c, _ in parts}
+    statuses = [
+        ProbeStatus(name=name, status=c.status, seconds=round(secs, 4), error=c.error)
+        for name, c, secs in parts
+    ]
+    pick = lambda attr, default: next(  # noqa: E731
+        (getattr(c, attr) for _, c, _ in parts if getattr(c, attr) is not None), default)
+    os_f = pick("os", OsFacts())
+    cpu = pick("cpu", CpuFacts())
+    mem = pick("memory", MemoryFacts())
+    py = pick("python", PythonFacts())
+    # collect_env pastes know OS/CPU facts too; they come after the real sources in `parts`.
+    order = {s: i for i, s in enumerate(registry.GPU_SOURCE_ORDER)}
+    gpu_groups = sorted(
+        ((name, list(c.gpus)) for name, c, _ in parts if c.gpus),
+        key=lambda t: order.get(t[0], len(order)),
+    )
+    gpus = merge_gpus(gpu_groups)
+    runtimes: Dict[str, Any] = {"cuda": None, "rocm": None, "opencl": None, "metal": None, "directml": None}
+    for _, c, _ in parts:
+        for key, value in c.runtimes.items():
+            if runtimes.get(key) is None:
+                runtimes[key] = value
+            elif isinstance(runtimes[key], dict) and isinstance(value, dict):
+                for k, v in value.items():
+                    runtimes[key].setdefault(k, v)
+    frameworks: List[Any] = []
+    seen_fw: set[str] = set()
+    for _, c, _ in parts:
+        for fw in c.frameworks:
+            if fw.name not in seen_fw:
+                seen_fw.add(fw.name)
+                frameworks.append(fw)
+    usb = [u for _, c, _ in parts for u in c.usb_accelerators]
+    warnings = [w for _, c, _ in parts for w in c.warnings]
+    facts = Facts(
+        os=os_f, cpu=cpu, memory=mem, python=py, gpus=tuple(gpus), runtimes=runtimes,
+        frameworks=tuple(frameworks), usb_accelerators=tuple(usb), probes=tuple(statuses),
+    )
+    facts = _apply_overrides(facts, host.env_overrides())
+    facts = replace(facts, warnings=tuple(dict.fromkeys(warnings + hardware_warnings(facts))))
+    del by_name
+    return facts
+
+
+def hardware_warnings(facts: Facts) -> List[str]:
+    """Plain sentences for what matters before anything is installed."""
+    out: List[str] = []
+    cpu = facts.cpu
+    if cpu.arch == "x86_64" and cpu.flags and "avx" not in cpu.flags:
+        out.append("no AVX: stock TensorFlow wheels crash with \"Illegal instruction\" on this CPU; "
+                   "PyTorch's CPU build still runs")
+    for g in facts.gpus:
+        if g.vendor == "amd" and g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target:
+            out.append(f"{g.name or 'AMD GPU'} is {g.gfx_target} but the ROCm runtime reports "
+                       f"{g.runtime_gfx_target}: HSA_OVERRIDE_GFX_VERSION is in effect (unofficial)")
+    return out
+
+
+def facts_to_report(facts: Facts, source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The scan report (`mlprobe scan --json`), report_version 1."""
+    from . import __version__
+
+    d = facts.to_dict()
+    report: Dict[str, Any] = {"report_version": 1, "mlprobe_version": __version__}
+    if source:
+        report["source"] = source
+    report.update(d)
+    return report
