@@ -48,6 +48,8 @@ SPECS: Dict[str, CaptureSpec] = {
             timeout=10.0,
         ),
         CaptureSpec("nvidia-smi.txt", argv=("nvidia-smi",), timeout=10.0),
+        # `nvidia-smi -q` (text): full names where the plain table truncates them.
+        CaptureSpec("nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=10.0),
         CaptureSpec(
             "proc-driver-nvidia-version.txt", path="/proc/driver/nvidia/version", systems=("Linux",)
         ),

@@ -35,7 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _early_prefetch(argv: List[str]) -> None:
+    """`mlprobe scan` on this machine: start the OpenCL child process before anything else is
+    imported, since enumerating OpenCL is the slowest capture and everything else hides behind it."""
+    if len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv):
+        from .host import shared_live_host
+
+        shared_live_host().prefetch(["mlprobe-opencl.json"])
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _early_prefetch(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

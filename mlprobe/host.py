@@ -38,6 +38,8 @@ ENV_VARS = (
     "WSL_INTEROP",
 )
 OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
+_SYSTEM = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}.get(
+    sys.platform, "Linux" if sys.platform.startswith("linux") else sys.platform)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,11 @@ class LiveHost:
         self._env: Mapping[str, str] = env if env is not None else os.environ
         self._info: Optional[Dict[str, Any]] = None
 
+    def prefetch(self, names: Iterable[str]) -> None:
+        """Start taking slow captures now, in background threads (results land in the cache)."""
+        for name in names:
+            threading.Thread(target=self.get, args=(name,), daemon=True, name=f"prefetch-{name}").start()
+
     # -- Host protocol -------------------------------------------------------------------
     def env(self, name: str) -> Optional[str]:
         return self._env.get(name)
@@ -116,7 +123,7 @@ class LiveHost:
 
     # -- taking captures -----------------------------------------------------------------
     def _take(self, s: CaptureSpec) -> Capture:
-        system = self.info()["system"]
+        system = _SYSTEM
         if system not in s.systems:
             return Capture(s.name, "absent", error=f"not taken on {system}")
         if s.argv is not None:
@@ -146,19 +153,12 @@ class LiveHost:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
         try:
-            proc = subprocess.run(
-                [exe] + argv[1:],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                env=dict(self._env),
-                check=False,
-            )
+            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:
             return Capture(name, "error", error=_short(f"could not run {argv[0]}: {exc}"))
+        proc = subprocess.CompletedProcess(argv, returncode, stdout, stderr)
         data = proc.stdout[:max_bytes]
         if proc.returncode not in tuple(ok_codes):
             detail = decode(proc.stderr).strip() or decode(proc.stdout).strip()
@@ -178,6 +178,58 @@ class LiveHost:
             return Capture(name, "absent", error=f"{path} does not exist")
         except OSError as exc:
             return Capture(name, "error", error=_short(f"could not read {path}: {exc.strerror or exc}"))
+
+
+_SHARED: Optional[LiveHost] = None
+
+
+def shared_live_host() -> LiveHost:
+    """The process's LiveHost (so a prefetch started early is used by the scan)."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = LiveHost()
+    return _SHARED
+
+
+def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = None,
+             cwd: Optional[str] = None) -> "tuple[int, bytes, bytes]":
+    """Run an argv list (never a shell) with a hard timeout that also ends its children.
+
+    subprocess.run(timeout=...) kills only the direct child and then waits for the pipes, which a
+    grandchild (a wrapper script's `sleep`, a daemon) can hold open forever; so the child gets its
+    own process group and the whole group is killed. Raises subprocess.TimeoutExpired."""
+    kwargs: Dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env=env, cwd=cwd, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        try:
+            proc.communicate(timeout=2)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            pass
+        raise
+    return proc.returncode, out, err
+
+
+def _kill_tree(proc: "subprocess.Popen[bytes]") -> None:
+    if os.name == "posix":
+        import signal
+
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except OSError:
+            pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
 
 
 def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..host import LiveHost, write_bundle
+    from ..host import shared_live_host, write_bundle
 
     folder = Path(args.dir)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
             why="a bundle is one machine's captures; mixing two would replay as neither",
             next_step="pass a new folder name", ref="E102", exit_code=EXIT_USAGE,
         )
-    caps = write_bundle(LiveHost(), folder)
+    caps = write_bundle(shared_live_host(), folder)
     written = sorted(n for n, c in caps.items() if c.status == "ok")
     failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))
     print(f"wrote {len(written)} captures to {folder}: {', '.join(written)}")

@@ -8,7 +8,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from ..errors import EXIT_USAGE, MlprobeError
-from ..host import BundleError, Host, LiveHost, ReplayHost
+from ..host import BundleError, Host, ReplayHost, shared_live_host
 
 
 def add_replay(p: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def make_host(args: argparse.Namespace) -> Host:
                           "report made with `mlprobe report --include-raw`",
                 ref="E101", exit_code=EXIT_USAGE,
             ) from None
-    return LiveHost()
+    return shared_live_host()
 
 
 def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:

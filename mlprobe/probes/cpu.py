@@ -195,6 +195,11 @@ def parse_proc_cpuinfo(text: str) -> CpuFacts:
         sockets = len({b.get("physical id") for b in procs}) or 1
         cores = per * sockets if per else None
     threads = len(procs)
+    if cores is None and arch == "aarch64":
+        # arm64 kernels print no topology in /proc/cpuinfo; Arm cores have no SMT (Neoverse,
+        # Cortex-A/X; source: Arm Neoverse/Cortex TRMs list one thread per core), so one
+        # `processor` entry is one core.
+        cores = threads
     return CpuFacts(
         vendor=vendor, vendor_id=vendor_id, model=model, arch=arch, cores=cores, threads=threads,
         flags=flags, x86_64_level=x86_64_level(flags) if arch == "x86_64" else None,

@@ -28,15 +28,15 @@ def live_capture(host: Any, s: CaptureSpec) -> Capture:
             return Capture(s.name, "absent", error="pyopencl is not installed")
     except (ImportError, ValueError):
         return Capture(s.name, "absent", error="pyopencl is not installed")
+    from ..host import run_argv
+
     try:
-        proc = subprocess.run(
-            [sys.executable, CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, timeout=s.timeout, check=False,
-        )
+        returncode, stdout, stderr = run_argv([sys.executable, CHILD], s.timeout)
     except subprocess.TimeoutExpired:
         return Capture(s.name, "timeout", error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
     except OSError as exc:
         return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
+    proc = subprocess.CompletedProcess([CHILD], returncode, stdout, stderr)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         return Capture(s.name, "error", error=f"OpenCL child exited with status {proc.returncode}: {tail[0]}")

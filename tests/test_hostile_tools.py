@@ -1,0 +1,99 @@
+"""A probe whose tool hangs, crashes, is missing, unreadable, or prints garbage costs only that
+probe: the scan finishes, records the status and error, and `mlprobe scan` exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mlprobe.host import LiveHost
+from mlprobe.scan import scan
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="fake tools are POSIX shell scripts")
+
+
+def _tool(folder: Path, name: str, body: str) -> None:
+    p = folder / name
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+@pytest.fixture()
+def fake_path(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # hangs (and leaves a grandchild holding the pipe: the timeout must still end it)
+    _tool(bin_dir, "nvidia-smi", "sleep 60")
+    # crashes with a signal
+    _tool(bin_dir, "rocminfo", "kill -SEGV $$")
+    # exits non-zero with a message
+    _tool(bin_dir, "rocm-smi", "echo 'ERROR: GPU[0] : unable to read' >&2; exit 2")
+    # binary garbage
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(os.urandom(4096) + b"\x00\xff\xfe" * 100)
+    _tool(bin_dir, "lspci", f"cat '{garbage}'")
+    _tool(bin_dir, "lscpu", f"cat '{garbage}'")
+    _tool(bin_dir, "lsusb", f"cat '{garbage}'")
+    _tool(bin_dir, "clinfo", f"cat '{garbage}'")
+    return bin_dir
+
+
+def test_hostile_tools_cost_only_their_probes(fake_path: Path) -> None:
+    env = dict(os.environ)
+    env["PATH"] = f"{fake_path}{os.pathsep}{env.get('PATH', '')}"
+    host = LiveHost(timeout_scale=0.1, env=env)  # nvidia-smi's 10 s limit becomes 1 s
+    started = time.perf_counter()
+    facts = scan(host)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 8, f"scan took {elapsed:.1f} s: a hanging tool was not cut off"
+    status = {p.name: p for p in facts.probes}
+    caps = {n: host.get(n) for n in ("nvidia-smi-q-x.xml", "rocminfo.txt", "rocm-smi.txt", "lspci.txt")}
+    assert caps["nvidia-smi-q-x.xml"].status == "timeout"
+    assert caps["rocminfo.txt"].status == "error" and "-11" in (caps["rocminfo.txt"].error or "")
+    assert caps["rocm-smi.txt"].status == "error" and "unable to read" in (caps["rocm-smi.txt"].error or "")
+    # The probes that read them say so; nothing invented a GPU from garbage.
+    for name in ("nvidia", "rocm", "pci"):
+        if name in status:
+            assert status[name].status in ("timeout", "error"), status[name]
+            assert status[name].error
+    assert facts.gpus == ()
+    # The CPU still comes from /proc/cpuinfo.
+    assert facts.cpu.threads and facts.cpu.threads >= 1
+
+
+def test_cli_exits_zero_with_hostile_tools(fake_path: Path) -> None:
+    env = dict(os.environ)
+    env["PATH"] = f"{fake_path}{os.pathsep}{env.get('PATH', '')}"
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mlprobe", "scan", "--json"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert time.perf_counter() - started < 40
+    doc = json.loads(proc.stdout)
+    by_name = {p["name"]: p for p in doc["probes"]}
+    assert by_name["nvidia"]["status"] in ("timeout", "error") if "nvidia" in by_name else True
+    assert doc["gpus"] == []
+
+
+def test_missing_tool_costs_no_subprocess(tmp_path: Path) -> None:
+    host = LiveHost(env={"PATH": str(tmp_path)})
+    cap = host.get("nvidia-smi-q-x.xml")
+    assert cap.status == "absent" and "not found" in (cap.error or "")
+    assert cap.seconds < 0.05
+
+
+def test_unreadable_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    host = LiveHost()
+    d = tmp_path / "adir"
+    d.mkdir()
+    cap = host.read_file("proc-cpuinfo.txt", str(d))
+    assert cap.status == "error" and cap.error
+    cap = host.read_file("proc-cpuinfo.txt", str(tmp_path / "missing"))
+    assert cap.status == "absent"

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from mlprobe.capture import decode
+from mlprobe.errors import ParseError
+from mlprobe.probes import cpu
+
+from .conftest import FIXTURES
+from .fuzz import mutated
+
+
+def test_x86_levels_follow_the_psabi() -> None:
+    v1 = ["cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2", "lm"]
+    v2 = v1 + ["cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"]
+    v3 = v2 + ["avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"]
+    v4 = v3 + ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]
+    assert [cpu.x86_64_level(x) for x in (v1, v2, v3, v4)] == [1, 2, 3, 4]
+    # Sandy Bridge: AVX but no AVX2 -> still v2 (TensorFlow runs; the level alone can't tell)
+    assert cpu.x86_64_level(v2 + ["avx"]) == 2
+    # AVX-512 without v3 does not make v4
+    assert cpu.x86_64_level(v2 + ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"]) == 2
+
+
+def test_mac_intel_features_map_to_linux_names() -> None:
+    text = (
+        "machdep.cpu.vendor: GenuineIntel\n"
+        "machdep.cpu.brand_string: Intel(R) Core(TM) i9-9880H CPU @ 2.30GHz\n"
+        "machdep.cpu.features: FPU VME SSE SSE2 SSE3 SSSE3 FMA CX16 SSE4.1 SSE4.2 MOVBE POPCNT XSAVE AVX1.0 F16C CMOV CX8 FXSR MMX\n"
+        "machdep.cpu.leaf7_features: BMI1 AVX2 BMI2\n"
+        "machdep.cpu.extfeatures: SYSCALL XD EM64T LAHF LZCNT\n"
+        "hw.physicalcpu: 8\nhw.logicalcpu: 16\n"
+    )
+    facts = cpu.cpu_from_sysctl(cpu.parse_sysctl(text))
+    assert {"avx", "avx2", "fma", "pni", "sse4_2", "abm", "lahf_lm", "lm"} <= set(facts.flags)
+    assert facts.x86_64_level == 3 and facts.arch == "x86_64" and facts.vendor == "intel"
+    assert (facts.cores, facts.threads) == (8, 16)
+
+
+def test_apple_silicon_feat_names_map_to_arm_hwcaps() -> None:
+    text = ("machdep.cpu.brand_string: Apple M2\nhw.optional.arm.FEAT_BF16: 1\nhw.optional.arm.FEAT_I8MM: 1\n"
+            "hw.optional.AdvSIMD: 1\nhw.optional.arm.FEAT_SME: 0\nhw.optional.arm.FEAT_DotProd: 1\n"
+            "hw.physicalcpu: 8\nhw.logicalcpu: 8\nhw.optional.arm64: 1\n")
+    facts = cpu.cpu_from_sysctl(cpu.parse_sysctl(text))
+    assert {"bf16", "i8mm", "asimd", "asimddp"} <= set(facts.flags)
+    assert "sme" not in facts.flags
+    assert facts.arch == "arm64" and facts.vendor == "apple" and facts.x86_64_level is None
+
+
+def test_garbage_is_a_parse_error() -> None:
+    with pytest.raises(ParseError):
+        cpu.parse_proc_cpuinfo("\x00\x01 not a cpuinfo")
+    with pytest.raises(ParseError):
+        cpu.parse_sysctl("kern.hostname: x\n")
+    with pytest.raises(ParseError):
+        cpu.parse_lscpu("garbage")
+
+
+CPUINFO = sorted(FIXTURES.glob("*/proc-cpuinfo.txt"))
+SYSCTL = sorted(FIXTURES.glob("*/sysctl.txt"))
+LSCPU = sorted(FIXTURES.glob("*/lscpu.txt"))
+
+
+def _fuzz(path: Path, parse) -> None:  # type: ignore[no-untyped-def]
+    original = decode(path.read_bytes())
+    base = parse(original)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(mutated(original))
+    def check(text: str) -> None:
+        try:
+            got = parse(text)
+        except ParseError:
+            return
+        # never more processors than the original had (doubled lines may repeat one block)
+        if base.threads is not None and got.threads is not None:
+            assert got.threads <= base.threads + 1
+
+    check()
+
+
+@pytest.mark.parametrize("path", CPUINFO, ids=[p.parent.name for p in CPUINFO])
+def test_proc_cpuinfo_survives_mutations(path: Path) -> None:
+    _fuzz(path, cpu.parse_proc_cpuinfo)
+
+
+@pytest.mark.parametrize("path", SYSCTL, ids=[p.parent.name for p in SYSCTL])
+def test_sysctl_survives_mutations(path: Path) -> None:
+    _fuzz(path, lambda t: cpu.cpu_from_sysctl(cpu.parse_sysctl(t)))
+
+
+@pytest.mark.parametrize("path", LSCPU, ids=[p.parent.name for p in LSCPU])
+def test_lscpu_survives_mutations(path: Path) -> None:
+    _fuzz(path, lambda t: cpu.cpu_from_lscpu(cpu.parse_lscpu(t)))
