@@ -7,19 +7,22 @@ sets `func(args) -> int`. Command modules import their heavy parts inside `func`
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import importlib.util
 import sys
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, EXIT_USAGE, MlprobeError
+
+if TYPE_CHECKING:
+    import argparse
 
 COMMANDS = ["scan", "capture", "schema", "plan", "install", "verify", "report", "diff"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> "argparse.ArgumentParser":
+    import argparse
+    import importlib
+    import importlib.util
+
     parser = argparse.ArgumentParser(
         prog="mlprobe",
         description="Which deep-learning stack can really use this hardware, how to get it, "
@@ -39,14 +42,16 @@ def _early_prefetch(argv: List[str]) -> None:
     """`mlprobe scan` on this machine: start the OpenCL child process before anything else is
     imported, since enumerating OpenCL is the slowest capture and everything else hides behind it."""
     if len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv):
-        from .host import shared_live_host
+        from ._early import start_opencl_child
 
-        shared_live_host().prefetch(["mlprobe-opencl.json"])
+        start_opencl_child()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _early_prefetch(argv)
+    from .errors import EXIT_INTERRUPTED, EXIT_USAGE, MlprobeError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

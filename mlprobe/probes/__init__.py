@@ -39,11 +39,14 @@ GPU_SOURCE_ORDER = ["nvidia", "rocm", "apple", "windows", "intel", "collect_env"
 ProbeFn = Callable[..., Contribution]
 
 
-def available() -> List[Tuple[str, str]]:
-    out = []
-    for name, module in PROBES:
-        if importlib.util.find_spec(module) is not None:
-            out.append((name, module))
+def builtin() -> List[Tuple[str, str]]:
+    """Built-in probes whose module exists (a vendor module may be missing in a trimmed build)."""
+    return [(name, module) for name, module in PROBES if importlib.util.find_spec(module) is not None]
+
+
+def plugins() -> List[Tuple[str, str]]:
+    """Probes registered by other distributions under the `mlprobe.probes` entry-point group."""
+    out: List[Tuple[str, str]] = []
     try:
         from importlib.metadata import entry_points
 
@@ -54,6 +57,10 @@ def available() -> List[Tuple[str, str]]:
     except Exception:  # a broken third-party entry point must not stop the scan
         pass
     return out
+
+
+def available() -> List[Tuple[str, str]]:
+    return builtin() + plugins()
 
 
 def load(module: str) -> ProbeFn:

@@ -21,21 +21,25 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.p
 
 def live_capture(host: Any, s: CaptureSpec) -> Capture:
     """Enumerate through pyopencl in a child process, so a hanging driver costs one probe."""
-    try:
-        import importlib.util
+    from .. import _early
+    from ..host import _kill_tree
 
-        if importlib.util.find_spec("pyopencl") is None:
-            return Capture(s.name, "absent", error="pyopencl is not installed")
-    except (ImportError, ValueError):
-        return Capture(s.name, "absent", error="pyopencl is not installed")
-    from ..host import run_argv
-
+    proc0 = _early.take()
     try:
-        returncode, stdout, stderr = run_argv([sys.executable, CHILD], s.timeout)
-    except subprocess.TimeoutExpired:
-        return Capture(s.name, "timeout", error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
+        if proc0 is None:
+            proc0 = _early.spawn()
+        try:
+            stdout, stderr = proc0.communicate(timeout=s.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc0)
+            try:
+                proc0.communicate(timeout=2)
+            except (subprocess.TimeoutExpired, ValueError, OSError):
+                pass
+            return Capture(s.name, "timeout", error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
     except OSError as exc:
         return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
+    returncode = proc0.returncode
     proc = subprocess.CompletedProcess([CHILD], returncode, stdout, stderr)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]

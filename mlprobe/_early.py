@@ -1,0 +1,56 @@
+"""Start the OpenCL child process as the very first thing `mlprobe scan` does.
+
+Enumerating OpenCL (pyopencl on PoCL: ~0.27 s) is the slowest capture; everything else in the scan
+hides behind it, so it is started before the rest of mlprobe is even imported. Only `sys`, `os` and
+`subprocess` are imported here. The Popen is handed to the OpenCL capture (probes/opencl.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Optional
+
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probes", "opencl_child.py")
+
+started: Optional["subprocess.Popen[bytes]"] = None
+started_at: float = 0.0
+
+
+def child_argv() -> list:
+    # -S skips site's .pth processing in the child (tens of ms); the parent's already-resolved
+    # sys.path is passed instead, so the child finds pyopencl exactly where the parent would.
+    return [sys.executable, "-S", CHILD]
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def spawn() -> "subprocess.Popen[bytes]":
+    kwargs: dict = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    return subprocess.Popen(child_argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=child_env(), **kwargs)
+
+
+def start_opencl_child() -> None:
+    global started, started_at
+    if started is None:
+        try:
+            started_at = time.perf_counter()
+            started = spawn()
+        except OSError:
+            started = None
+
+
+def take() -> Optional["subprocess.Popen[bytes]"]:
+    """Hand over the early child once (a second caller starts its own)."""
+    global started
+    proc, started = started, None
+    return proc
