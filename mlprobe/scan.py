@@ -191,7 +191,8 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
                     runtimes[key].setdefault(k, v)
     frameworks: List[Any] = []
     seen_fw: set[str] = set()
-    for _, c, _ in parts:
+    # The installed distributions (frameworks probe) outrank what a pasted collect_env says.
+    for _, c, _ in sorted(parts, key=lambda t: t[0] != "frameworks"):
         for fw in c.frameworks:
             if fw.name not in seen_fw:
                 seen_fw.add(fw.name)
