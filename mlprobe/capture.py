@@ -83,7 +83,8 @@ SPECS: Dict[str, CaptureSpec] = {
         ),
         CaptureSpec("dxdiag.txt", internal="dxdiag", systems=("Windows",), timeout=60.0),
         CaptureSpec("wsl-dxg.json", internal="wsl-dxg", systems=("Linux",)),
-        CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",)),
+        # lsusb exits 1 when it lists no device (no USB bus, e.g. in a VM): that is an answer, not a failure.
+        CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
         CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
         CaptureSpec("mlprobe-frameworks.json", internal="frameworks"),
         # Only ever read from bundles (users paste these into tickets):

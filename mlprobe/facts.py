@@ -118,6 +118,7 @@ class OpenClDevice(_ToDict):
     fp64: Optional[bool] = None
     board_name: Optional[str] = None  # AMD's board name extension
     pci_bus_id: Optional[str] = None
+    host_unified_memory: Optional[bool] = None  # CL_DEVICE_HOST_UNIFIED_MEMORY: an integrated GPU
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ..capture import CaptureSpec
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
 from ..host import Capture, Host
-from ..vendors import vendor_from_pci, vendor_from_text
+from ..vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.py")
 
@@ -53,6 +53,9 @@ def live_capture(host: Any, s: CaptureSpec) -> Capture:
     return Capture(s.name, "ok", data=proc.stdout)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
 def _to_int(v: Any) -> Optional[int]:
     if isinstance(v, bool):
         return None
@@ -65,30 +68,65 @@ def _to_int(v: Any) -> Optional[int]:
     return None
 
 
+def _str(v: Any) -> Optional[str]:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.strip() or None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return str(v)
+    return None
+
+
+def _bool(v: Any) -> Optional[bool]:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return v != 0
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("yes", "true", "1"):
+            return True
+        if s in ("no", "false", "0"):
+            return False
+    return None
+
+
 def _dev_from_dict(d: Dict[str, Any]) -> OpenClDevice:
     return OpenClDevice(
-        name=d.get("name"), type=_norm_type(d.get("type")), vendor=d.get("vendor"),
-        driver_version=d.get("driver_version"), version=d.get("version"),
-        opencl_c_version=d.get("opencl_c_version"), compute_units=_to_int(d.get("compute_units")),
-        global_memory_bytes=_to_int(d.get("global_memory_bytes")), fp16=d.get("fp16"), fp64=d.get("fp64"),
-        board_name=d.get("board_name"), pci_bus_id=d.get("pci_bus_id"),
+        name=_str(d.get("name")), type=_norm_type(d.get("type")), vendor=_str(d.get("vendor")),
+        driver_version=_str(d.get("driver_version")), version=_str(d.get("version")),
+        opencl_c_version=_str(d.get("opencl_c_version")), compute_units=_to_int(d.get("compute_units")),
+        global_memory_bytes=_to_int(d.get("global_memory_bytes")), fp16=_bool(d.get("fp16")),
+        fp64=_bool(d.get("fp64")), board_name=_str(d.get("board_name")), pci_bus_id=_str(d.get("pci_bus_id")),
+        host_unified_memory=_bool(d.get("host_unified_memory")),
     )
 
 
+_TYPES = ("GPU", "CPU", "ACCELERATOR", "CUSTOM", "DEFAULT")
+
+
 def _norm_type(t: Any) -> Optional[str]:
+    """'GPU', 'CL_DEVICE_TYPE_GPU', ['CL_DEVICE_TYPE_CPU'], 'Accelerator' -> 'GPU'/'CPU'/...
+
+    Whole words only, so that a damaged value ('CPGPU') is not read as a GPU."""
     if not t:
         return None
-    s = str(t).upper().replace("CL_DEVICE_TYPE_", "")
-    for kind in ("GPU", "CPU", "ACCELERATOR", "CUSTOM"):
-        if kind in s:
+    if isinstance(t, (list, tuple)):
+        t = " ".join(str(x) for x in t)
+    if not isinstance(t, str):
+        return None
+    words = re.findall(r"[A-Z]+", t.upper())
+    for kind in _TYPES:
+        if kind in words:
             return kind
-    return s.strip() or None
+    return None
 
 
 def parse_mlprobe_json(text: str) -> List[OpenClPlatform]:
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ParseError(f"mlprobe-opencl.json is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("platforms"), list):
         raise ParseError("mlprobe-opencl.json has no `platforms` list")
@@ -96,13 +134,15 @@ def parse_mlprobe_json(text: str) -> List[OpenClPlatform]:
     for p in doc["platforms"]:
         if not isinstance(p, dict):
             continue
-        devs = tuple(_dev_from_dict(d) for d in p.get("devices", []) if isinstance(d, dict))
-        out.append(OpenClPlatform(name=p.get("name"), vendor=p.get("vendor"), version=p.get("version"), devices=devs))
+        raw_devs = p.get("devices")
+        devs = tuple(_dev_from_dict(d) for d in (raw_devs if isinstance(raw_devs, list) else []) if isinstance(d, dict))
+        out.append(OpenClPlatform(name=_str(p.get("name")), vendor=_str(p.get("vendor")),
+                                  version=_str(p.get("version")), devices=devs))
     return out
 
 
-# clinfo (full) key -> field. Both the modern `clinfo` (oclgrind/Oblomov) and the older
-# AMD APP SDK clinfo ("Name:", "Board name:") spellings.
+# clinfo (full) key -> field. Both the modern `clinfo` (Oblomov's, "Key      value") and the older
+# AMD APP SDK clinfo ("Key:<tabs> value", "Name:", "Board name:", "Device Topology: PCI[ B#0, D#7, F#0 ]").
 _PLATFORM_KEYS = {"platform name": "name", "platform vendor": "vendor", "platform version": "version"}
 _DEVICE_KEYS = {
     "device name": "name", "name": "name", "device type": "type", "device vendor": "vendor",
@@ -111,8 +151,12 @@ _DEVICE_KEYS = {
     "device opencl c version": "opencl_c_version", "opencl c version": "opencl_c_version",
     "max compute units": "compute_units", "global memory size": "global_memory_bytes",
     "device board name (amd)": "board_name", "board name": "board_name",
-    "device topology (amd)": "pci_bus_id", "device pci bus info (khr)": "pci_bus_id",
+    "device topology (amd)": "pci_bus_id", "device topology (nv)": "pci_bus_id",
+    "device pci bus info (khr)": "pci_bus_id", "device topology": "pci_bus_id",
     "half-precision floating-point support": "fp16", "double-precision floating-point support": "fp64",
+    "unified memory for host and device": "host_unified_memory",
+    "integrated memory (nv)": "integrated_memory_nv",
+    "device extensions": "extensions", "extensions": "extensions",
 }
 
 
@@ -129,13 +173,50 @@ def _split_clinfo_line(line: str) -> Optional[Tuple[str, str]]:
     return None
 
 
+def _topology_bus_id(value: str) -> Optional[str]:
+    """'PCI-E, 0000:03:00.0' (clinfo) or 'PCI[ B#1, D#0, F#0 ]' (AMD APP SDK, decimal) -> '0000:03:00.0'."""
+    m = re.search(r"B#\s*(\d+)\s*,\s*D#\s*(\d+)\s*,\s*F#\s*(\d+)", value)
+    if m:
+        bus, dev, fn = (int(g) for g in m.groups())
+        if bus > 255 or dev > 31 or fn > 7:
+            return None
+        return f"0000:{bus:02x}:{dev:02x}.{fn}"
+    return normalise_bus_id(value)
+
+
+def _old_style(text: str) -> bool:
+    """AMD APP SDK clinfo: 'Platform Name:' / 'Device Type:' with a colon; devices start at 'Device Type:'."""
+    return re.search(r"^\s*(?:Number of platforms|Platform Name|Device Type):", text, re.M) is not None
+
+
+def _finish_device(d: Dict[str, Any]) -> Optional[OpenClDevice]:
+    # A line repeated or cut off can leave a stub; a device needs a name, or a type plus some substance.
+    if not d.get("name") and not (d.get("type") and len(d) >= 3):
+        return None
+    ext = d.pop("extensions", None)
+    if ext is not None:
+        exts = set(str(ext).split())
+        d.setdefault("fp16", "cl_khr_fp16" in exts)
+        d.setdefault("fp64", "cl_khr_fp64" in exts)
+    nv_integrated = d.pop("integrated_memory_nv", None)
+    if d.get("host_unified_memory") is None and nv_integrated is not None:
+        d["host_unified_memory"] = nv_integrated
+    d.pop("vendor_id", None)
+    return _dev_from_dict(d)
+
+
 def parse_clinfo(text: str) -> List[OpenClPlatform]:
-    """`clinfo` full output -> platforms with devices."""
+    """`clinfo` full output -> platforms with devices (modern clinfo, AMD APP SDK clinfo, Beignet, NEO,
+    PoCL, libmali...). Lines it does not know are skipped; the NULL-platform and ICD-loader sections
+    at the end are not read."""
+    text = _ANSI.sub("", text)
     if "platform" not in text.lower():
         raise ParseError("clinfo output names no platform")
+    old = _old_style(text)
     plats: List[Dict[str, Any]] = []
     cur_plat: Optional[Dict[str, Any]] = None
     cur_dev: Optional[Dict[str, Any]] = None
+    pending: Dict[str, str] = {}  # AMD APP SDK prints "Platform Version:" before "Platform Name:"
     in_devices = False
     for raw in text.splitlines():
         if re.match(r"^\s*NULL platform behavior", raw) or re.match(r"^\s*ICD loader properties", raw):
@@ -159,7 +240,13 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
                 cur_dev = None
                 continue
             cur_plat = {"name": value, "devices": []}
+            cur_plat.update(pending)
+            pending = {}
             plats.append(cur_plat)
+            continue
+        if key in ("platform vendor", "platform version") and not in_devices and (
+                cur_plat is None or (old and _PLATFORM_KEYS[key] in cur_plat)):
+            pending[_PLATFORM_KEYS[key]] = value
             continue
         if key.startswith("number of devices"):
             in_devices = True
@@ -179,44 +266,75 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
         field = _DEVICE_KEYS.get(key)
         if field is None:
             continue
-        if field in ("name",) and (cur_dev is None or "name" in cur_dev):
-            if key == "name" and cur_dev is not None and "name" not in cur_dev:
-                pass
-            else:
-                cur_dev = {}
-                cur_plat["devices"].append(cur_dev)
-        if field == "type" and cur_dev is not None and "type" in cur_dev:
+        # A new device starts at its first line: "Device Name" (modern) or "Device Type:" (AMD APP SDK);
+        # the old format names the device last ("Name:"), so a second name also starts one.
+        starts = (field == "name" and cur_dev is not None and "name" in cur_dev) or (
+            old and field == "type" and cur_dev is not None and "type" in cur_dev)
+        if cur_dev is None or starts:
             cur_dev = {}
             cur_plat["devices"].append(cur_dev)
-        if cur_dev is None:
-            cur_dev = {}
-            cur_plat["devices"].append(cur_dev)
+        if field in cur_dev:
+            continue  # the first value wins (a repeated line does not overwrite)
         if field in ("fp16", "fp64"):
-            cur_dev[field] = "n/a" not in value.lower() and "no" != value.lower().strip()
+            low = value.lower()
+            cur_dev[field] = not ("n/a" in low or low.strip() == "no" or low.strip() == "0")
+        elif field in ("host_unified_memory", "integrated_memory_nv"):
+            flag = _bool(value.split()[0] if value.split() else value)
+            if flag is not None:
+                cur_dev[field] = flag
         elif field == "pci_bus_id":
-            from ..vendors import normalise_bus_id
-
-            cur_dev[field] = normalise_bus_id(value)
-        elif field not in cur_dev:
+            bus = _topology_bus_id(value)
+            if bus:
+                cur_dev[field] = bus
+        else:
             cur_dev[field] = value
     out = []
     for p in plats:
-        devs = tuple(_dev_from_dict(d) for d in p["devices"] if d.get("name") or d.get("type"))
+        devs = tuple(dev for dev in (_finish_device(dict(d)) for d in p["devices"]) if dev is not None)
         out.append(OpenClPlatform(name=p.get("name"), vendor=p.get("vendor"), version=p.get("version"), devices=devs))
     if not out:
         raise ParseError("clinfo output lists no platform")
     return out
 
 
+def _json_bus_id(topo: Any) -> Optional[str]:
+    if topo is None:
+        return None
+    if isinstance(topo, dict):
+        parts = []
+        for names in (("pci_domain", "domain"), ("pci_bus", "bus"), ("pci_device", "device"), ("pci_function", "function")):
+            v = next((topo[n] for n in names if isinstance(topo.get(n), int) and not isinstance(topo.get(n), bool)), None)
+            parts.append(v)
+        dom, bus, dev, fn = parts
+        if bus is not None and dev is not None and fn is not None and 0 <= bus <= 255 and 0 <= dev <= 31 and 0 <= fn <= 7:
+            return f"{(dom or 0) & 0xFFFF:04x}:{bus:02x}:{dev:02x}.{fn}"
+        for v in topo.values():
+            found = _json_bus_id(v) if isinstance(v, (str, dict)) else None
+            if found:
+                return found
+        return None
+    if isinstance(topo, str):
+        return _topology_bus_id(topo)
+    return None
+
+
 def parse_clinfo_json(text: str) -> List[OpenClPlatform]:
-    """`clinfo --json`: {"platforms": [{"CL_PLATFORM_NAME": ...}], "devices": [{"online": [...]}]}."""
+    """`clinfo --json`: {"platforms": [{"CL_PLATFORM_NAME": ...}], "devices": [{"online": [...]}]}.
+
+    clinfo 3.0.23 writes duplicate keys ("OpenC C" four times) and odd ones (" raw "); Python's json
+    keeps the last duplicate, which is harmless for the keys read here."""
+    text = _ANSI.sub("", text)
+    brace = text.find("{")
+    if brace > 0:
+        text = text[brace:]  # a shell prompt or a warning line before the document
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ParseError(f"clinfo --json output is not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("platforms"), list):
         raise ParseError("clinfo --json output has no `platforms` list")
-    devs_per_plat = doc.get("devices") if isinstance(doc.get("devices"), list) else []
+    raw_per_plat = doc.get("devices")
+    devs_per_plat: List[Any] = raw_per_plat if isinstance(raw_per_plat, list) else []
     out = []
     for i, p in enumerate(doc["platforms"]):
         if not isinstance(p, dict):
@@ -227,29 +345,36 @@ def parse_clinfo_json(text: str) -> List[OpenClPlatform]:
         for d in online if isinstance(online, list) else []:
             if not isinstance(d, dict):
                 continue
-            ext = str(d.get("CL_DEVICE_EXTENSIONS", ""))
+            ext_raw = d.get("CL_DEVICE_EXTENSIONS")
+            exts = set(ext_raw.split()) if isinstance(ext_raw, str) else set()
             t = d.get("CL_DEVICE_TYPE")
             if isinstance(t, dict):
                 t = t.get("type") or t.get("raw")
-            if isinstance(t, list):
-                t = " ".join(str(x) for x in t)
-            topo = d.get("CL_DEVICE_TOPOLOGY_AMD") or d.get("CL_DEVICE_PCI_BUS_INFO_KHR")
-            from ..vendors import normalise_bus_id
-
-            devs.append(_dev_from_dict({
+            topo = d.get("CL_DEVICE_TOPOLOGY_AMD") or d.get("CL_DEVICE_PCI_BUS_INFO_KHR") or d.get("CL_DEVICE_TOPOLOGY_NV")
+            fields = {
                 "name": d.get("CL_DEVICE_NAME"), "type": t, "vendor": d.get("CL_DEVICE_VENDOR"),
                 "driver_version": d.get("CL_DRIVER_VERSION"), "version": d.get("CL_DEVICE_VERSION"),
                 "opencl_c_version": d.get("CL_DEVICE_OPENCL_C_VERSION"),
                 "compute_units": d.get("CL_DEVICE_MAX_COMPUTE_UNITS"),
                 "global_memory_bytes": d.get("CL_DEVICE_GLOBAL_MEM_SIZE"),
-                "fp16": "cl_khr_fp16" in ext, "fp64": "cl_khr_fp64" in ext,
+                "fp16": ("cl_khr_fp16" in exts) if isinstance(ext_raw, str) else None,
+                "fp64": ("cl_khr_fp64" in exts) if isinstance(ext_raw, str) else None,
                 "board_name": d.get("CL_DEVICE_BOARD_NAME_AMD"),
-                "pci_bus_id": normalise_bus_id(str(topo)) if topo else None,
-            }))
+                "pci_bus_id": _json_bus_id(topo),
+                "host_unified_memory": d.get("CL_DEVICE_HOST_UNIFIED_MEMORY"),
+            }
+            if not _str(fields["name"]) and not _norm_type(t):
+                continue
+            devs.append(_dev_from_dict(fields))
         out.append(OpenClPlatform(
-            name=p.get("CL_PLATFORM_NAME"), vendor=p.get("CL_PLATFORM_VENDOR"),
-            version=p.get("CL_PLATFORM_VERSION"), devices=tuple(devs)))
+            name=_str(p.get("CL_PLATFORM_NAME")), vendor=_str(p.get("CL_PLATFORM_VENDOR")),
+            version=_str(p.get("CL_PLATFORM_VERSION")), devices=tuple(devs)))
     return out
+
+
+def is_gpu_device(dev: OpenClDevice) -> bool:
+    """Only a device that says it is a GPU: a PoCL or vendor CPU device, an FPGA or an unknown type is not."""
+    return dev.type == "GPU"
 
 
 def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
@@ -260,10 +385,20 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         m = re.match(r"^(gfx[0-9a-f]+)", dev.name.strip())
         if m:
             gfx = m.group(1)
+    pci_device_id = None
+    if vendor == "intel" and dev.name:
+        # Intel's NEO runtime names devices it has no marketing name for "Intel(R) Graphics [0x46d1]"
+        # (and some with one: "Intel(R) UHD Graphics 630 [0x3e92]"): the PCI device id.
+        m = re.search(r"\[(0x[0-9a-fA-F]{4})\]\s*$", dev.name)
+        if m:
+            pci_device_id = hex_id(m.group(1))
+    integrated = dev.host_unified_memory
     return GpuFacts(
         vendor=vendor, name=name, driver_version=dev.driver_version if vendor != "nvidia" else _nv_driver(dev),
-        memory_bytes=dev.global_memory_bytes, apis=("opencl",), compute_units=dev.compute_units,
-        runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, sources=("opencl",),
+        # An integrated GPU's "global memory" is a share of system RAM, not memory of its own.
+        memory_bytes=None if integrated else dev.global_memory_bytes, integrated=integrated,
+        apis=("opencl",), compute_units=dev.compute_units,
+        runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id, sources=("opencl",),
     )
 
 
@@ -303,9 +438,12 @@ def probe(host: Host) -> Contribution:
     out.runtimes["opencl"] = {"platforms": [p.to_dict() for p in platforms]}
     for p in platforms:
         for d in p.devices:
-            if d.type == "GPU" or (d.type is None and vendor_from_text(d.vendor) in ("nvidia", "amd")):
+            if is_gpu_device(d):
                 out.gpus.append(gpu_from_device(d, p))
     return out
 
 
-__all__ = ["probe", "parse_clinfo", "parse_clinfo_json", "parse_mlprobe_json", "live_capture", "vendor_from_pci"]
+__all__ = [
+    "probe", "parse_clinfo", "parse_clinfo_json", "parse_mlprobe_json", "live_capture", "vendor_from_pci",
+    "gpu_from_device", "is_gpu_device",
+]
