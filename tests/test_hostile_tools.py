@@ -97,3 +97,23 @@ def test_unreadable_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     assert cap.status == "error" and cap.error
     cap = host.read_file("proc-cpuinfo.txt", str(tmp_path / "missing"))
     assert cap.status == "absent"
+
+
+def test_absent_tools_cost_no_subprocess_in_a_whole_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine without vendor tools, the only child process is the OpenCL enumeration."""
+    spawned = []
+    real_popen = subprocess.Popen
+
+    class Recording(real_popen):  # type: ignore[misc,valid-type]
+        def __init__(self, args, *a, **k):  # type: ignore[no-untyped-def]
+            spawned.append(list(args))
+            super().__init__(args, *a, **k)
+
+    monkeypatch.setattr(subprocess, "Popen", Recording)
+    host = LiveHost(env={"PATH": str(tmp_path)})  # an empty PATH: no tool exists
+    facts = scan(host)
+    assert facts.cpu.threads
+    others = [a for a in spawned if not str(a[-1]).endswith("opencl_child.py")]
+    assert others == [], others
+    absent = {p.name for p in facts.probes if p.status == "absent"}
+    assert {"nvidia", "rocm"} <= absent or not ({"nvidia", "rocm"} & {p.name for p in facts.probes})
