@@ -1,0 +1,86 @@
+"""Is `mlprobe verify`'s torch CPU speed figure honest? Compare it with a hand-written training loop
+of the same model (Keras-MNIST CNN, batch 128, Adadelta), measured in the same run, interleaved so
+that a busy machine hurts both alike. Prints both figures, their ratio, and verify's wall time.
+
+    python benchmarks/bench_verify_cpu.py [--rounds 3] [--python PATH]
+
+The hand-written loop runs in its own child process too (a fresh interpreter, like verify's).
+Acceptance: ratio within 0.90-1.10; whole verify (import included) <= 20 s on the 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+from mlprobe.verify import run_verify
+
+HAND_LOOP = r'''
+import json, statistics, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+model = nn.Sequential(
+    nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25),
+    nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5), nn.Linear(128, 10))
+opt = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
+x = torch.rand(128, 1, 28, 28)
+y = torch.randint(0, 10, (128,))
+for _ in range(3):  # warm-up
+    opt.zero_grad(); F.cross_entropy(model(x), y).backward(); opt.step()
+times = []
+for _ in range(STEPS):
+    t0 = time.perf_counter()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"images_per_s": 128 / statistics.median(times), "steps": STEPS}))
+'''
+
+
+def hand_loop(python: str, steps: int) -> float:
+    out = subprocess.run([python, "-c", HAND_LOOP.replace("STEPS", str(steps))], capture_output=True,
+                         text=True, check=True, timeout=600).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["images_per_s"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps of the hand-written loop")
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args()
+    v_ips, h_ips, walls = [], [], []
+    for i in range(args.rounds):
+        t0 = time.monotonic()
+        doc = run_verify(python=args.python, framework="torch", device="cpu", cpu_peers=False)
+        walls.append(time.monotonic() - t0)
+        rec = next(r for r in doc["results"] if r["device"] == "cpu")
+        if rec["verdict"] != "CPU":
+            print(f"verify failed: {rec['verdict']}: {rec['reason']}")
+            return 1
+        v = rec["speed"]["images_per_s"]
+        h = hand_loop(args.python, args.steps)
+        v_ips.append(v)
+        h_ips.append(h)
+        print(f"round {i + 1}: verify {v:8.1f} images/s   hand-written loop {h:8.1f} images/s   "
+              f"ratio {v / h:.3f}   verify wall {walls[-1]:.1f} s "
+              f"(correct {rec['correctness']['passed']}, learned {rec['learning']['accuracy']:.2f} "
+              f"in {rec['learning']['seconds']} s)")
+    mv, mh = statistics.median(v_ips), statistics.median(h_ips)
+    print(f"median: verify {mv:.1f} images/s, hand-written {mh:.1f} images/s, ratio {mv / mh:.3f} "
+          f"({'within' if 0.9 <= mv / mh <= 1.1 else 'OUTSIDE'} 10%); verify wall median "
+          f"{statistics.median(walls):.1f} s (max {max(walls):.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

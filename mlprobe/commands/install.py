@@ -1,0 +1,164 @@
+"""`mlprobe install`: the plan's steps, resolved and checked without installing; `--apply` installs
+them into a virtual environment, transactionally, then verifies."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import add_replay
+
+SOURCES_HELP = """\
+where packages come from:
+  By default the recipe's own index (e.g. PyTorch's CPU or CUDA index) is the only index: it
+  replaces the index-url, extra-index-url and find-links of pip's configuration, so that no other
+  build of the same package can slip in. pip's other settings (proxy, cert, timeout, constraints)
+  still apply.
+  --index-url URL     your index (a mirror) replaces the recipe's.
+  --find-links DIR    adds a folder of wheels (repeatable); with --no-index, only those folders.
+  --use-pip-config    mlprobe passes no source: pip's own configuration (pip.conf, PIP_* variables,
+                      find-links and extra indexes included) decides. Uses pip, not uv. For a recipe
+                      whose index is a build variant (torch +cpu, +cu126, +rocm6.2), mlprobe pins the
+                      newest build with that label that those sources have (e.g. torch==2.13.0+cpu)
+                      and refuses when they have none.
+
+  Offline or air-gapped:  mlprobe install --apply --no-index --find-links /path/to/wheels
+  Behind a mirror:        mlprobe install --apply --index-url https://mirror.example/simple
+  pip.conf knows best:    mlprobe install --apply --use-pip-config
+
+Without --apply nothing is written to disk: the steps are printed, each index is checked, and pip
+resolves the packages with --dry-run (no cache) to show what would land."""
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "install", help="the exact install steps for the recommended stack; --apply carries them out",
+        description="Print the plan's install steps, check the indexes and resolve the packages without "
+                    "installing. With --apply: install into a virtual environment (restored or removed "
+                    "if anything fails), write the recipe's env vars into its activate scripts, then verify.",
+        epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--framework", choices=["any", "torch", "tensorflow", "keras"], default="any",
+                   help="which framework the recommendation is for (default: any)")
+    p.add_argument("--recipe", metavar="ID", help="a recipe from `mlprobe plan` instead of the first one")
+    p.add_argument("--recipe-file", metavar="FILE", type=Path,
+                   help="a recipe as JSON (one entry of `mlprobe plan --json`'s recommended list, or a whole "
+                        "plan); skips the scan")
+    p.add_argument("--python", metavar="X.Y", help="the Python version of the new environment (pythonX.Y on PATH)")
+    add_replay(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    src = p.add_argument_group("sources (see below)")
+    src.add_argument("--index-url", metavar="URL", help="use this index instead of the recipe's")
+    src.add_argument("--extra-index-url", metavar="URL", action="append", default=[],
+                     help="another index next to it (repeatable)")
+    src.add_argument("--find-links", metavar="DIR", action="append", default=[],
+                     help="a folder (or page) of wheels to install from (repeatable)")
+    src.add_argument("--no-index", action="store_true", help="no index at all: only --find-links")
+    src.add_argument("--use-pip-config", action="store_true",
+                     help="let pip's own configuration choose where packages come from (pip.conf, PIP_*)")
+    ap = p.add_argument_group("applying")
+    ap.add_argument("--apply", action="store_true", help="install (nothing is written without it)")
+    ap.add_argument("--venv", metavar="PATH", type=Path,
+                    help="the venv to create, or an existing one to reuse (default: ./mlprobe-<recipe>-venv)")
+    ap.add_argument("--system", action="store_true",
+                    help="install into the interpreter itself (refused when it is externally managed, PEP 668)")
+    ap.add_argument("--installer", choices=["auto", "pip", "uv"], default="auto",
+                    help="auto: uv when it is on PATH, else pip")
+    ap.add_argument("--without-pip", action="store_true",
+                    help="create the venv without pip (faster; mlprobe drives it with this pip's --python)")
+    ap.add_argument("--no-verify", action="store_true", help="skip `mlprobe verify` after installing")
+    ap.add_argument("--log", metavar="FILE", type=Path,
+                    help="the transcript log (default: ~/.cache/mlprobe/logs/install-<recipe>-<time>.log)")
+    ap.add_argument("--timeout", metavar="S", type=float, default=3600.0,
+                    help="limit for the install command itself (default 3600 s)")
+    p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace) -> "object":
+    from ..install.steps import InstallOptions
+
+    return InstallOptions(
+        framework=args.framework, recipe=args.recipe, python=args.python,
+        index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
+        find_links=tuple(_abs_link(x) for x in args.find_links), no_index=args.no_index,
+        use_pip_config=args.use_pip_config, apply=args.apply, venv=args.venv, system=args.system,
+        installer=args.installer, with_pip=not args.without_pip, verify=not args.no_verify,
+        log=args.log, timeout_s=args.timeout,
+    )
+
+
+def _abs_link(x: str) -> str:
+    """A folder given relative to the cwd stays right whatever directory pip runs in."""
+    if "://" in x:
+        return x
+    return str(Path(x).expanduser().absolute())
+
+
+def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """(recommendation dict, scan report or None, replayed?)"""
+    import json
+
+    from ..errors import EXIT_USAGE, MlprobeError
+    from ..install.steps import pick_recommendation
+
+    if args.recipe_file:
+        try:
+            doc = json.loads(Path(args.recipe_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MlprobeError(f"cannot read the recipe file {args.recipe_file}", why=str(exc),
+                               next_step="pass a JSON file: one recommendation, or a plan from `mlprobe plan --json`",
+                               ref="E513", exit_code=EXIT_USAGE) from None
+        if isinstance(doc, dict) and "recommended" in doc:
+            return pick_recommendation(doc, args.recipe), None, False
+        if not isinstance(doc, dict):
+            raise MlprobeError(f"{args.recipe_file} is not a recipe", why="expected a JSON object",
+                               next_step="see `mlprobe install --help`", ref="E513", exit_code=EXIT_USAGE)
+        return doc, None, False
+    from ..scan import facts_to_report, scan
+    from .common import host_source, make_host
+
+    host = make_host(args)
+    report = facts_to_report(scan(host), host_source(host, args))
+    try:
+        from ..plan import make_plan
+    except ImportError as exc:
+        raise MlprobeError("this mlprobe has no planner", why=str(exc),
+                           next_step="pass a recipe with --recipe-file FILE", ref="E513",
+                           exit_code=EXIT_USAGE) from None
+    plan = make_plan(report, framework=args.framework, python=args.python)
+    return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import EXIT_OK
+    from ..install.apply import apply, prepare
+    from ..install.steps import build_plan
+    from ..render import install_terminal as out
+    from .common import print_json
+
+    opts = _options(args)
+    rec, report, replay = _recommendation(args)
+    plan = build_plan(rec, opts)  # type: ignore[arg-type]
+    with out.status_line(enabled=not args.json) as say:
+        pre = prepare(plan, opts, report=report, replay=replay, on_progress=say)  # type: ignore[arg-type]
+    if not args.apply:
+        if args.json:
+            print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict()})
+        else:
+            out.render_preflight(pre)
+        return EXIT_OK if pre.ok else pre.problems[0].exit_code
+    if not args.json:
+        out.render_preflight(pre, applying=True)
+    if not pre.ok:
+        raise pre.problems[0]
+    progress = out.ApplyProgress(enabled=not args.json)
+    try:
+        result = apply(pre, opts, progress)  # type: ignore[arg-type]
+    finally:
+        progress.close()
+    if args.json:
+        print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(), "result": result.to_dict()})
+    else:
+        out.render_applied(pre, result)
+    if result.verify is not None:
+        return int(result.verify.get("exit_code") or 0)
+    return EXIT_OK

@@ -1,0 +1,78 @@
+"""`mlprobe plan`: which stacks fit this machine (ranked, with exact commands), which do not and why,
+and whether what is installed can use the hardware. `--json` for machines, `--why-not RECIPE` for one."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from ..errors import EXIT_USAGE, MlprobeError
+from .common import add_replay, host_source, make_host, print_json
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "plan", help="which deep-learning stacks fit this machine, how to install them, and why not"
+    )
+    add_replay(p)
+    p.add_argument(
+        "--framework",
+        choices=("torch", "tensorflow", "keras", "any"),
+        default="any",
+        help="plan for one framework (default: any)",
+    )
+    p.add_argument("--python", metavar="X.Y", help="plan for this Python version instead of the scanned one")
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.add_argument(
+        "--why-not", metavar="RECIPE", help="explain one recipe (id or alias, e.g. torch-rocm, neon)"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.python is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", args.python.strip()):
+        raise MlprobeError(
+            f"--python {args.python!r} is not a version like 3.11",
+            next_step="pass the target interpreter's major.minor, e.g. --python 3.11",
+            ref="E201",
+            exit_code=EXIT_USAGE,
+        )
+    from ..plan import explain_variants, make_plan, why_not
+    from ..scan import facts_to_report, scan
+
+    host = make_host(args)
+    report = facts_to_report(scan(host), host_source(host, args))
+    plan = make_plan(report, framework=args.framework, python=args.python)
+    plan["source"] = report.get("source")
+    if args.why_not:
+        try:
+            doc = why_not(plan, args.why_not)
+        except KeyError:
+            from ..recipes import load_recipes
+
+            ids = ", ".join(r["id"] for r in load_recipes())
+            raise MlprobeError(
+                f"no recipe called {args.why_not!r}",
+                why=f"known recipes: {ids}",
+                next_step="pass one of those ids (aliases such as neon or ncsdk work too)",
+                ref="E202",
+                exit_code=EXIT_USAGE,
+            ) from None
+        doc["variants"] = explain_variants(report, doc["recipe"], python=args.python)
+        doc["target"] = plan["target"]
+        if args.json:
+            print_json(doc)
+        else:
+            from ..render.plan_terminal import render_why_not
+
+            render_why_not(doc)
+        return 0
+    if args.json:
+        print_json(plan)
+    else:
+        from ..render.plan_terminal import render_plan
+
+        render_plan(plan)
+    sys.stdout.flush()
+    return 0

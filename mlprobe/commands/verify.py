@@ -1,0 +1,56 @@
+"""`mlprobe verify`: train a tiny CNN on each usable device of the target interpreter and say, with
+figures, whether the accelerator is correct, learns, and beats the CPU. Progress goes to stderr;
+`--json` prints only the result document on stdout. Exit codes: 0 verified, 1 wrong results,
+3 nothing usable to verify (mlprobe.errors)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import print_json
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("verify", help="prove (or disprove) that a framework really uses the accelerator")
+    p.add_argument("--framework", default="any", choices=["any", "torch", "tensorflow", "keras", "plaidml"],
+                   help="framework to verify (default: every one installed in the target python; "
+                        "keras = plaidml-keras where installed, else TensorFlow)")
+    p.add_argument("--device", metavar="DEVICE",
+                   help="device to verify: cpu, cuda, cuda:1, rocm, mps, xpu, directml, gpu, metal, or a "
+                        "PlaidML id such as llvm_cpu.0 (default: every usable device; the CPU always runs "
+                        "as the baseline)")
+    p.add_argument("--python", metavar="PATH",
+                   help="interpreter whose frameworks to verify (default: the one running mlprobe)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--quick", action="store_true", help="fewer speed repeats and a shorter learning budget")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="limit for each child process in seconds (default 600)")
+    p.add_argument("--baseline-python", action="append", default=None, metavar="PATH",
+                   help="another interpreter whose frameworks' CPU speed joins the best-CPU figure "
+                        "(repeatable; default: the one running mlprobe, when --python names another)")
+    p.add_argument("--no-cpu-peers", action="store_true",
+                   help="don't measure the CPU speed of frameworks that are not being verified")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..render.verify_terminal import Progress, render_verify
+    from ..verify.runner import resolve_python, run_verify
+
+    target = resolve_python(args.python)
+    baselines = args.baseline_python
+    if baselines is None:
+        baselines = [sys.executable] if args.python else []
+    progress = Progress()
+    try:
+        doc = run_verify(python=target, framework=args.framework, device=args.device, timeout=args.timeout,
+                         quick=args.quick, baseline_pythons=baselines, cpu_peers=not args.no_cpu_peers,
+                         on_event=progress.event)
+    finally:
+        progress.stop()
+    if args.json:
+        print_json(doc)
+    else:
+        render_verify(doc)
+    return int(doc["exit_code"])

@@ -1,0 +1,172 @@
+"""The recipe's environment variables (HSA_OVERRIDE_GFX_VERSION, PLAIDML_DEVICE_IDS …) written into
+the venv's own activate scripts, between markers, so activating the venv sets them and `deactivate`
+puts back what was there before. mlprobe never edits shell rc files; it prints the lines instead.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from ..errors import EXIT_USAGE, MlprobeError
+
+BEGIN = "# >>> mlprobe env >>>"
+END = "# <<< mlprobe env <<<"
+REM_BEGIN = "REM >>> mlprobe env >>>"
+REM_END = "REM <<< mlprobe env <<<"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_names(env: Dict[str, str]) -> None:
+    bad = [k for k in env if not _NAME.match(k)]
+    if bad:
+        raise MlprobeError(f"the recipe sets variables with unusable names: {', '.join(bad)}",
+                           next_step="fix the recipe data", ref="E513", exit_code=EXIT_USAGE)
+
+
+def _sh(v: str) -> str:
+    return "'" + v.replace("'", "'\\''") + "'"
+
+
+def _fish(v: str) -> str:
+    return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _ps(v: str) -> str:
+    return "'" + v.replace("'", "''") + "'"
+
+
+def _bat(v: str) -> str:
+    return v.replace("%", "%%").replace('"', "")
+
+
+def _strip_block(text: str, begin: str, end: str) -> str:
+    pattern = re.compile(rf"\n?[ \t]*{re.escape(begin)}.*?{re.escape(end)}[^\n]*\n?", re.S)
+    return pattern.sub("\n", text)
+
+
+def _clean(text: str) -> str:
+    had = BEGIN in text or REM_BEGIN in text
+    for b, e in ((BEGIN, END), (REM_BEGIN, REM_END)):
+        text = _strip_block(text, b, e)
+    if had:  # what _append added: one blank line before the block
+        text = re.sub(r"(\r?\n)(\r?\n)+\Z", r"\1", text)
+    return text
+
+
+def posix_block(env: Dict[str, str]) -> Tuple[str, str]:
+    """(lines for the end of bin/activate, lines for the top of its deactivate function). The
+    restore runs only when mlprobe's block had run (activate itself calls `deactivate` first)."""
+    sets = [BEGIN]
+    for k, v in env.items():
+        sets.append(f'if [ -n "${{{k}+_}}" ] ; then _MLPROBE_OLD_{k}="${k}" ; export _MLPROBE_OLD_{k} ; fi')
+        sets.append(f"{k}={_sh(v)}")
+        sets.append(f"export {k}")
+    sets += ["_MLPROBE_ENV_ACTIVE=1", "export _MLPROBE_ENV_ACTIVE", END]
+    unsets = ["    " + BEGIN, '    if [ -n "${_MLPROBE_ENV_ACTIVE:-}" ] ; then']
+    for k in env:
+        unsets.append(f'        if [ -n "${{_MLPROBE_OLD_{k}+_}}" ] ; then {k}="$_MLPROBE_OLD_{k}" ; export {k} ; '
+                      f"unset _MLPROBE_OLD_{k} ; else unset {k} ; fi")
+    unsets += ["        unset _MLPROBE_ENV_ACTIVE", "    fi", "    " + END]
+    return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
+
+
+def fish_block(env: Dict[str, str]) -> Tuple[str, str]:
+    sets = [BEGIN]
+    for k, v in env.items():
+        sets.append(f"if set -q {k}; set -gx _MLPROBE_OLD_{k} ${k}; end")
+        sets.append(f"set -gx {k} {_fish(v)}")
+    sets += ["set -gx _MLPROBE_ENV_ACTIVE 1", END]
+    unsets = ["    " + BEGIN, "    if set -q _MLPROBE_ENV_ACTIVE"]
+    for k in env:
+        unsets.append(f"        if set -q _MLPROBE_OLD_{k}; set -gx {k} $_MLPROBE_OLD_{k}; set -e _MLPROBE_OLD_{k}; "
+                      f"else; set -e {k}; end")
+    unsets += ["        set -e _MLPROBE_ENV_ACTIVE", "    end", "    " + END]
+    return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
+
+
+def csh_block(env: Dict[str, str]) -> str:
+    lines = [BEGIN] + [f"setenv {k} {_sh(v)}" for k, v in env.items()] + [END]
+    return "\n".join(lines) + "\n"
+
+
+def ps1_block(env: Dict[str, str]) -> Tuple[str, str]:
+    sets = [BEGIN] + [f"$env:{k} = {_ps(v)}" for k, v in env.items()] + [END]
+    unsets = ["    " + BEGIN] + [f"    Remove-Item -Path env:{k} -ErrorAction SilentlyContinue" for k in env] + ["    " + END]
+    return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
+
+
+def _insert_after_line(text: str, pattern: str, block: str) -> str:
+    m = re.search(pattern, text, re.M)
+    if not m:
+        return text
+    at = text.find("\n", m.end())
+    at = len(text) if at < 0 else at + 1
+    return text[:at] + block + text[at:]
+
+
+def _append(text: str, block: str) -> str:
+    return text.rstrip("\n") + "\n\n" + block
+
+
+def render_scripts(env: Dict[str, str], scripts: Dict[str, str]) -> Dict[str, str]:
+    """Pure: the new text of each activate script (name -> old text) with env set; empty env clears."""
+    out: Dict[str, str] = {}
+    for name, old in scripts.items():
+        text = _clean(old)
+        if not env:
+            out[name] = text
+            continue
+        if name == "activate":
+            sets, unsets = posix_block(env)
+            text = _insert_after_line(text, r"^deactivate\s*\(\)\s*\{\s*$", unsets)
+            text = _append(text, sets)
+        elif name == "activate.fish":
+            sets, unsets = fish_block(env)
+            text = _insert_after_line(text, r"^function deactivate\b.*$", unsets)
+            text = _append(text, sets)
+        elif name == "activate.csh":
+            text = _append(text, csh_block(env))
+        elif name == "Activate.ps1":
+            sets, unsets = ps1_block(env)
+            text = _insert_after_line(text, r"^function global:deactivate\b.*\{\s*$", unsets)
+            sig = text.find("# SIG # Begin signature block")
+            if sig >= 0:  # the signature block must stay last
+                text = text[:sig].rstrip("\n") + "\n\n" + sets + "\n" + text[sig:]
+            else:
+                text = _append(text, sets)
+        elif name == "activate.bat":
+            lines = [REM_BEGIN] + [f'set "{k}={_bat(v)}"' for k, v in env.items()] + [REM_END]
+            text = _append(text.replace("\r\n", "\n"), "\n".join(lines) + "\n").replace("\n", "\r\n")
+        elif name == "deactivate.bat":
+            lines = [REM_BEGIN] + [f'set "{k}="' for k in env] + [REM_END]
+            text = _append(text.replace("\r\n", "\n"), "\n".join(lines) + "\n").replace("\n", "\r\n")
+        out[name] = text
+    return out
+
+
+SCRIPT_NAMES = ("activate", "activate.fish", "activate.csh", "Activate.ps1", "activate.bat", "deactivate.bat")
+
+
+def activate_scripts(scripts_dir: Path) -> List[Path]:
+    return [scripts_dir / n for n in SCRIPT_NAMES if (scripts_dir / n).is_file()]
+
+
+def write_env(scripts_dir: Path, env: Dict[str, str]) -> List[Path]:
+    """Write env into every activate script found in scripts_dir; returns those written."""
+    check_names(env)
+    paths = activate_scripts(scripts_dir)
+    olds = {p.name: p.read_bytes().decode("utf-8", "replace") for p in paths}
+    news = render_scripts(env, olds)
+    written = []
+    for p in paths:
+        if news[p.name] != olds[p.name]:
+            p.write_bytes(news[p.name].encode("utf-8"))
+            written.append(p)
+    return written
+
+
+def shell_lines(env: Dict[str, str]) -> List[str]:
+    """What to type by hand (for --system, where there is no activate script to carry them)."""
+    return [f"export {k}={_sh(v)}" for k, v in env.items()]

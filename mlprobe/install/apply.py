@@ -1,0 +1,492 @@
+"""The pre-flight (what `mlprobe install` shows, writing nothing) and the --apply sequence.
+
+prepare():  target interpreter -> build variant pins -> index checks -> dry-run resolution.
+apply():    [new venv] -> snapshot -> save what will be replaced -> install -> shims -> env vars in
+            activate scripts -> config files -> import check -> commit; then verify in that venv.
+Any exception inside the transaction (Ctrl-C and SIGTERM included) restores the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from ..errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from . import activate
+from .backends import Backend, choose_backend, needs_pip, pip_command
+from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
+from .proc import StepTimeout, Transcript, run_logged
+from .resolve import Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
+from .steps import InstallOptions, InstallPlan, Step
+from .transaction import RestoreReport, Transaction
+from .venv import (Interpreter, check_system_target, check_venv_target, create_venv_argv, default_venv_path,
+                   find_python, inspect_interpreter, venv_python)
+
+IMPORT_CHECK_TIMEOUT_S = 600.0
+VENV_TIMEOUT_S = 300.0
+VERIFY_FRAMEWORKS = {"torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "keras": "keras",
+                     "plaidml": "plaidml", "plaidml-keras": "keras"}
+
+
+class Progress:
+    """What apply() tells the person watching; the terminal renderer draws it on stderr."""
+
+    def step(self, text: str) -> None: ...
+
+    def line(self, text: str) -> None: ...
+
+    def done(self, text: str, ok: bool = True) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class TargetEnv:
+    mode: str  # new-venv | venv | system | replay
+    path: Optional[Path]
+    python: str  # receives the packages (new-venv: the base interpreter until the venv exists)
+    info: Optional[Interpreter]
+    target: Target
+    state: str = ""  # venv_state of path
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"mode": self.mode, "path": str(self.path) if self.path else None, "python": self.python,
+                "python_version": self.target.python_version, "target": self.target.description}
+
+
+@dataclass
+class Preflight:
+    plan: InstallPlan
+    env: TargetEnv
+    backend: Optional[Backend]
+    packages: List[str]
+    steps: List[Step] = field(default_factory=list)
+    checks: List[IndexCheck] = field(default_factory=list)
+    resolution: Optional[Resolution] = None
+    problems: List[MlprobeError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "recipe": self.plan.to_dict(),
+            "target": self.env.to_dict(),
+            "installer": self.backend.name if self.backend else None,
+            "packages": self.packages,
+            "steps": [s.to_dict() for s in self.steps],
+            "index_checks": [c.to_dict() for c in self.checks],
+            "resolution": self.resolution.to_dict() if self.resolution else None,
+            "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step} for p in self.problems],
+            "ok": self.ok,
+        }
+
+
+# ---------------------------------------------------------------- the target ---------------
+
+def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict[str, Any]],
+                  replay: bool) -> TargetEnv:
+    if replay:
+        if opts.apply:
+            raise MlprobeError("--apply with --replay: the plan is for another machine",
+                               why="a replayed bundle describes the machine it was captured on",
+                               next_step="run `mlprobe install --apply` on that machine", ref="E512",
+                               exit_code=EXIT_USAGE)
+        target = target_from_report(report or {}) if report else None
+        if target is None:
+            target = target_for_interpreter(opts.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+        return TargetEnv(mode="replay", path=None, python="", info=None, target=target)
+    if opts.system:
+        if opts.venv:
+            raise MlprobeError("--system and --venv exclude each other", next_step="keep one", ref="E513",
+                               exit_code=EXIT_USAGE)
+        base = find_python(opts.python)
+        info = inspect_interpreter(base)
+        check_system_target(info)
+        return TargetEnv(mode="system", path=None, python=info.executable, info=info,
+                         target=_target_of(info))
+    path = (opts.venv or default_venv_path(plan.recipe)).expanduser().absolute()
+    state = check_venv_target(path)
+    if state == "venv":
+        info = inspect_interpreter(str(venv_python(path)))
+        if opts.python and info.major_minor != opts.python:
+            raise MlprobeError(f"{path} runs Python {info.major_minor}, not {opts.python}",
+                               next_step="leave out --python to reuse it, or pick another --venv PATH",
+                               ref="E510", exit_code=EXIT_USAGE)
+        return TargetEnv(mode="venv", path=path, python=info.executable, info=info, target=_target_of(info),
+                         state=state)
+    base = find_python(opts.python)
+    info = inspect_interpreter(base)
+    return TargetEnv(mode="new-venv", path=path, python=info.executable, info=info, target=_target_of(info),
+                     state=state)
+
+
+def _target_of(info: Interpreter) -> Target:
+    same = os.path.realpath(info.executable) == os.path.realpath(sys.executable) or (
+        info.version == "%d.%d.%d" % sys.version_info[:3] and info.implementation == sys.implementation.name)
+    return target_for_interpreter(info.version, info.implementation, info.abiflags, same_as_running=same,
+                                  executable=info.executable)
+
+
+# ---------------------------------------------------------------- pre-flight ---------------
+
+def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend], packages: List[str]) -> List[Step]:
+    steps: List[Step] = []
+    py = env.python
+    if env.mode == "new-venv" and env.path is not None:
+        py = str(venv_python(env.path))
+        steps.append(Step("venv", f"create a virtual environment {env.path} (Python {env.target.python_version})",
+                          f"{env.python} -m venv {env.path}"))
+    elif env.mode == "venv":
+        steps.append(Step("venv", f"reuse the virtual environment {env.path} (Python {env.target.python_version}); "
+                          "its packages are saved first and restored if anything fails"))
+    elif env.mode == "system":
+        steps.append(Step("venv", f"install into the interpreter {env.python} itself (--system)"))
+    if backend is not None:
+        shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args, plan.sources)
+        steps.append(Step("install", f"install {len(packages)} requirement(s) with {backend.name} from "
+                          f"{plan.sources.describe()}", shown))
+    else:
+        steps.append(Step("install", f"install: {' '.join(packages)} from {plan.sources.describe()}"))
+    for shim in plan.shims:
+        steps.append(Step("shim", f"install mlprobe's compatibility shim '{shim}' into the environment"))
+    if plan.env:
+        if env.mode == "system":
+            for line in activate.shell_lines(plan.env):
+                steps.append(Step("env", "set before use (mlprobe does not edit shell rc files)", line))
+        else:
+            for k, v in plan.env.items():
+                steps.append(Step("env", f"{k}={v} written into the venv's activate scripts "
+                                  "(bin/activate, activate.fish, Activate.ps1, Scripts\\activate.bat)"))
+    for f in plan.config_files:
+        steps.append(Step("file", f"write {f['path']}", f["content"][:200]))
+    for imp in plan.imports:
+        steps.append(Step("check", f"import {imp} in the environment (a failure rolls the install back)"))
+    for c in plan.commands:
+        steps.append(Step("note", "the recipe's own command (shown, not run)", c))
+    fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
+    if fw:
+        steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
+    return steps
+
+
+def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, Any]] = None,
+            replay: bool = False, on_progress: Optional[Callable[[str], None]] = None) -> Preflight:
+    """Everything that can be known before installing. Writes nothing to disk."""
+    say = on_progress or (lambda _s: None)
+    env = choose_target(opts, plan, report, replay)
+    if plan.python_spec:
+        try:
+            if not SpecifierSet(plan.python_spec).contains(env.target.python_version, prereleases=True):
+                raise MlprobeError(
+                    f"recipe {plan.recipe} needs Python {plan.python_spec}; the target is {env.target.python_version}",
+                    next_step="pass --python X.Y with a version that fits (that interpreter must be installed)",
+                    ref="E510", exit_code=EXIT_UNAVAILABLE)
+        except InvalidSpecifier:
+            plan.warnings.append(f"the recipe's python requirement {plan.python_spec!r} is unreadable")
+    backend: Optional[Backend] = None
+    if env.mode != "replay" and env.info is not None:
+        pip_only = needs_pip(plan.sources, plan.variant_label)
+        backend = choose_backend(opts.installer, plan.sources, env.python, env.info.has_pip, pip_only)
+        if pip_only and opts.installer == "uv":
+            raise MlprobeError("--use-pip-config needs pip", why="uv does not read pip's configuration",
+                               next_step="leave out --installer uv", ref="E513", exit_code=EXIT_USAGE)
+    pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
+    packages = list(plan.packages)
+    pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
+    other_python = env.mode == "replay"
+    if plan.variant_label and plan.sources.origin != "recipe":
+        say(f"looking for the +{plan.variant_label} builds in {plan.sources.describe()}")
+        try:
+            packages, notes = pin_variants(pip_cmd, packages, plan.variant_label, plan.sources,
+                                           python_version=env.target.major_minor if other_python else None)
+            plan.notes.extend(notes)
+            pre.packages = packages
+        except MlprobeError as exc:
+            pre.problems.append(exc)
+    pre.steps = plan_steps(plan, env, backend, pre.packages)
+    # Index checks: one short request per (index, requirement), concurrently.
+    indexes = plan.sources.checkable_indexes
+    if indexes:
+        say(f"checking {', '.join(indexes)}")
+        jobs = [(u, p) for u in indexes[:1] for p in pre.packages]
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
+            pre.checks = list(pool.map(lambda j: check_index(j[0], j[1], env.target, timeout=opts.check_timeout_s),
+                                       jobs))
+    blocking = [c for c in pre.checks if not c.ok and not plan.sources.extra_index_urls
+                and not plan.sources.find_links]
+    for c in blocking[:1]:
+        nxt = offline_hint() if c.ref == "E501" else (
+            "pass --python X.Y for an interpreter these wheels support, or pick another recipe (--recipe ID)"
+            if c.ref == "E503" else "check the URL; or use another source: " + offline_hint())
+        pre.problems.append(MlprobeError(f"index check failed: {c.message}", why=f"{c.index_url} for {c.requirement}",
+                                         next_step=nxt, ref=c.ref or "E501", exit_code=EXIT_UNAVAILABLE))
+    if blocking:
+        pre.resolution = Resolution(ok=False, skipped="the index does not answer" if not blocking[0].reachable
+                                    else "an index check failed")
+        return pre
+    if pre.problems and any(p.ref == "E514" for p in pre.problems):
+        pre.resolution = Resolution(ok=False, skipped="no build of the recipe's variant in the sources")
+        return pre
+    say("resolving (pip install --dry-run)")
+    if env.mode == "replay":
+        res = dry_run(pip_cmd, pre.packages, plan.sources, ignore_installed=True,
+                      python_version=env.target.major_minor, platforms=env.target.platforms[:12])
+    else:
+        res = dry_run(pip_cmd, pre.packages + plan.pip_args, plan.sources,
+                      ignore_installed=env.mode == "new-venv", cache=opts.apply)
+    if res.ok:
+        known: Dict[str, int] = {}
+        for c in pre.checks:
+            known.update(c.sizes)
+        fill_sizes(res.dists, known)
+    elif res.failure is not None and not pre.problems:
+        pre.problems.append(res.failure.to_error(EXIT_UNAVAILABLE))
+    pre.resolution = res
+    return pre
+
+
+# ---------------------------------------------------------------- apply --------------------
+
+@dataclass
+class ApplyResult:
+    path: Optional[Path]
+    python: str
+    installed: List[str]
+    activate_scripts: List[str]
+    log: Optional[Path]
+    import_ok: bool
+    verify: Optional[Dict[str, Any]] = None
+    verify_error: Optional[str] = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"path": str(self.path) if self.path else None, "python": self.python,
+                "installed": self.installed, "activate_scripts": self.activate_scripts,
+                "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
+                "verify": self.verify, "verify_error": self.verify_error, "seconds": round(self.seconds, 1)}
+
+
+def default_log_path(recipe: str) -> Path:
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "mlprobe" / "logs"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlprobe" / "logs"
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe)
+    return base / f"install-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+
+
+class _SigtermAsInterrupt:
+    def __enter__(self) -> "_SigtermAsInterrupt":
+        self.old: Any = None
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+            def handler(signum: int, frame: Any) -> None:
+                raise KeyboardInterrupt
+            try:
+                self.old = signal.signal(signal.SIGTERM, handler)
+            except (ValueError, OSError):
+                self.old = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
+def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeout: float,
+              env: Optional[Dict[str, str]] = None, on_start: Any = None) -> Any:
+    try:
+        return run_logged(argv, timeout=timeout, transcript=transcript, env=env, on_line=progress.line,
+                          on_start=on_start)
+    except StepTimeout as exc:
+        raise MlprobeError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
+                           why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
+                           ref="E515", exit_code=EXIT_FAILURE) from None
+
+
+def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = None,
+          on_child: Optional[Callable[[Any], None]] = None) -> ApplyResult:
+    """Carry out the plan. Raises MlprobeError (with the environment restored) on any failure."""
+    if not pre.ok:
+        raise pre.problems[0]
+    progress = progress or Progress()
+    plan, env = pre.plan, pre.env
+    started = time.perf_counter()
+    log_path = opts.log or default_log_path(plan.recipe)
+    transcript = Transcript(log_path)
+    transcript.note(f"mlprobe install --apply: recipe {plan.recipe} ({plan.title})")
+    transcript.note(f"target: {env.mode} {env.path or env.python}; sources: {plan.sources.describe()}")
+    assert pre.backend is not None
+    info = env.info
+    assert info is not None
+    if env.mode == "new-venv":
+        assert env.path is not None
+        txn = Transaction(transcript, new_venv=env.path, new_venv_was_empty_dir=env.state == "empty")
+    elif env.mode == "venv":
+        assert env.path is not None
+        txn = Transaction(transcript, env_python=env.python, roots=[env.path])
+    else:
+        roots = sorted({Path(p) for p in (info.purelib, info.platlib, info.scripts) if p})
+        txn = Transaction(transcript, env_python=env.python, roots=roots)
+    python = env.python
+    scripts_written: List[str] = []
+    import_ok = False
+    try:
+        with _SigtermAsInterrupt(), txn:
+            if env.mode == "new-venv":
+                assert env.path is not None
+                progress.step(f"creating {env.path}")
+                r = _run_step(create_venv_argv(env.python, env.path, opts.with_pip), transcript, progress,
+                              VENV_TIMEOUT_S)
+                if r.rc != 0:
+                    raise MlprobeError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
+                                       next_step="on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH",
+                                       ref="E509", exit_code=EXIT_FAILURE)
+                python = str(venv_python(env.path))
+                info = inspect_interpreter(python)
+                progress.done(f"created {env.path} (Python {info.version})")
+            backend = choose_backend(opts.installer, plan.sources, python, info.has_pip,
+                                     needs_pip(plan.sources, plan.variant_label))
+            txn.begin()
+            if pre.resolution is not None and pre.resolution.ok:
+                txn.protect_dists(installed_names(pre.resolution.dists))
+            progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}")
+            argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
+            if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
+                raise MlprobeError("internal error: the install command does not name the venv's python",
+                                   why=" ".join(argv[:6]), ref="E506", exit_code=EXIT_FAILURE)
+            r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
+                          on_start=on_child)
+            if r.rc != 0:
+                raise classify_failure(r.output, backend.name, "installing").to_error(EXIT_FAILURE)
+            progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
+            for shim in plan.shims:
+                progress.step(f"installing the shim {shim}")
+                _install_shim(shim, info, transcript)
+                progress.done(f"shim {shim} installed")
+            if plan.env and env.mode != "system":
+                for p in activate.activate_scripts(Path(info.scripts)):
+                    txn.protect_file(p)
+                written = activate.write_env(Path(info.scripts), plan.env)
+                scripts_written = [str(p) for p in written]
+                transcript.note("env vars written into: " + ", ".join(scripts_written))
+                progress.done(f"{', '.join(plan.env)} written into {len(written)} activate script(s)")
+            for f in plan.config_files:
+                _write_config(f, env, txn, transcript)
+            for imp in plan.imports:
+                progress.step(f"checking `import {imp}` in the environment")
+                r = _run_step([python, "-c", f"import {imp}; print(getattr({imp.split('.')[0]}, '__version__', ''))"],
+                              transcript, progress, IMPORT_CHECK_TIMEOUT_S)
+                if r.rc != 0:
+                    last = next((ln for ln in reversed(r.output.strip().splitlines()) if ln.strip()), "")
+                    raise MlprobeError(f"installed, but `import {imp}` fails in the environment", why=last[:300],
+                                       next_step="see the transcript log; this build may not run on this machine "
+                                                 "(`mlprobe plan` lists the alternatives)",
+                                       ref="E516", exit_code=EXIT_FAILURE)
+                progress.done(f"import {imp} works ({r.output.strip().splitlines()[-1] if r.output.strip() else ''})")
+            import_ok = True
+    except KeyboardInterrupt:
+        summary = txn.report.summary() if txn.report else "nothing had changed yet"
+        transcript.note("interrupted")
+        transcript.close()
+        progress.close()
+        raise MlprobeError("interrupted (Ctrl-C) while installing", why=summary,
+                           next_step=f"run the same command again when ready; the log is {log_path}",
+                           ref="E507", exit_code=EXIT_INTERRUPTED) from None
+    except MlprobeError as exc:
+        summary = txn.report.summary() if txn.report else ""
+        transcript.note(f"failed [{exc.ref}]: {exc.what}")
+        transcript.close()
+        progress.close()
+        if exc.ref != "E511":
+            exc.why = "; ".join(x for x in (exc.why, summary) if x)
+            exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
+        raise
+    result = ApplyResult(path=env.path if env.mode != "system" else None, python=python,
+                         installed=[f"{d.name}=={d.version}" for d in (pre.resolution.dists if pre.resolution else [])],
+                         activate_scripts=scripts_written, log=log_path, import_ok=import_ok)
+    if opts.verify:
+        _verify(plan, python, result, transcript, progress)
+    result.seconds = time.perf_counter() - started
+    transcript.close()
+    return result
+
+
+def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
+    if shim not in ("plaidml-collections", "plaidml", "plaidml-compat"):
+        raise MlprobeError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data", ref="E513",
+                           exit_code=EXIT_USAGE)
+    try:
+        from ..shims.plaidml_compat import install_shim
+    except ImportError as exc:
+        raise MlprobeError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
+                           next_step="update mlprobe", ref="E506", exit_code=EXIT_UNAVAILABLE) from None
+    out = install_shim(info.purelib)
+    transcript.note(f"shim {shim} installed into {info.purelib}: {out}")
+
+
+def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcript: Transcript) -> None:
+    raw = f["path"]
+    if env.path is None:
+        transcript.note(f"config file {raw} not written (no venv); its content is in the plan")
+        return
+    path = Path(raw.replace("{venv}", str(env.path))).expanduser()
+    if not path.is_absolute():
+        path = env.path / path
+    try:
+        path.resolve().relative_to(env.path.resolve())
+    except ValueError:
+        transcript.note(f"config file {path} is outside the venv: not written (shown in the plan)")
+        return
+    txn.protect_file(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f["content"], encoding="utf-8")
+    transcript.note(f"wrote {path}")
+
+
+def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Transcript, progress: Progress) -> None:
+    fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
+    if not fw:
+        result.verify_error = f"no verify for framework {plan.framework or '?'}"
+        return
+    try:
+        from ..verify.runner import run_verify
+    except ImportError as exc:
+        result.verify_error = f"verify is not available in this mlprobe ({exc})"
+        return
+    progress.step(f"verifying {fw} in {python}")
+
+    def on_event(ev: Dict[str, Any]) -> None:
+        kind = ev.get("event")
+        if kind in ("stage", "device_done", "discover"):
+            progress.line(" ".join(str(ev.get(k)) for k in ("framework", "device", "stage") if ev.get(k)))
+
+    try:
+        doc = run_verify(python=python, framework=fw, device=plan.device, on_event=on_event)
+    except MlprobeError as exc:
+        result.verify_error = exc.render()
+        transcript.note(f"verify failed: {exc.what}")
+        progress.done("verify could not run", ok=False)
+        return
+    except KeyboardInterrupt:
+        result.verify_error = "verify interrupted (the install itself is complete)"
+        progress.done("verify interrupted", ok=False)
+        return
+    result.verify = doc
+    for line in doc.get("summary") or []:
+        transcript.note(f"verify: {line}")
+    progress.done("verify finished", ok=doc.get("exit_code") == 0)
+
+
+__all__ = ["prepare", "apply", "Preflight", "ApplyResult", "Progress", "TargetEnv", "RestoreReport",
+           "pip_command"]

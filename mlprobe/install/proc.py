@@ -1,0 +1,186 @@
+"""Child processes for the installer: argv lists (never a shell), timeouts, a transcript, and a
+Ctrl-C that stops the child cleanly before the caller rolls back.
+
+The child runs in its own session, so a Ctrl-C at the terminal reaches only mlprobe; mlprobe then
+stops the child (SIGINT, then SIGTERM, then SIGKILL) and only after that restores the environment.
+That order matters: restoring while pip still writes would race it.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Deque, Dict, List, Optional, TextIO
+
+STOP_GRACE_S = 8.0
+
+
+class StepTimeout(Exception):
+    def __init__(self, argv: List[str], seconds: float) -> None:
+        super().__init__(f"{argv[0]} did not finish within {seconds:g} s")
+        self.argv = argv
+        self.seconds = seconds
+
+
+class Transcript:
+    """The install log: every command, its output, and what mlprobe decided. A Transcript without a
+    path writes nothing (the dry run must not touch the disk)."""
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self.path = path
+        self._fh: Optional[TextIO] = None
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(path, "a", encoding="utf-8", errors="replace")
+
+    def write(self, text: str) -> None:
+        if self._fh is None:
+            return
+        with self._lock:
+            self._fh.write(text if text.endswith("\n") else text + "\n")
+            self._fh.flush()
+
+    def note(self, text: str) -> None:
+        self.write(f"[{time.strftime('%H:%M:%S')}] {text}")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _signal_group(proc: "subprocess.Popen[str]", sig: int) -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, sig)
+        elif sig == signal.SIGINT:
+            proc.send_signal(signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined]
+        else:
+            proc.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def stop_child(proc: "subprocess.Popen[str]") -> None:
+    """SIGINT (pip rolls back the package it is on), then SIGTERM, then SIGKILL; always reaps."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if proc.poll() is not None:
+            return
+        _signal_group(proc, sig)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    if proc.poll() is None:
+        _signal_group(proc, signal.SIGKILL if os.name == "posix" else signal.SIGTERM)
+        proc.wait()
+
+
+class Result:
+    def __init__(self, argv: List[str], rc: int, tail: List[str], seconds: float) -> None:
+        self.argv = argv
+        self.rc = rc
+        self.tail = tail
+        self.seconds = seconds
+
+    @property
+    def output(self) -> str:
+        return "".join(self.tail)
+
+
+def run_logged(
+    argv: List[str],
+    *,
+    timeout: float,
+    transcript: Transcript,
+    env: Optional[Dict[str, str]] = None,
+    on_line: Optional[Callable[[str], None]] = None,
+    on_start: Optional[Callable[["subprocess.Popen[str]"], None]] = None,
+    keep_lines: int = 400,
+) -> Result:
+    """Run argv, streaming its merged output into the transcript (and on_line). Raises StepTimeout,
+    or KeyboardInterrupt after the child has stopped."""
+    transcript.note("$ " + " ".join(argv))
+    tail: Deque[str] = collections.deque(maxlen=keep_lines)
+    started = time.perf_counter()
+    kwargs: Dict[str, object] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=env, text=True, encoding="utf-8", errors="replace", bufsize=1, **kwargs,  # type: ignore[call-overload]
+    )
+    if on_start is not None:
+        on_start(proc)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line)
+            transcript.write(line)
+            if on_line is not None:
+                try:
+                    on_line(line.rstrip("\n"))
+                except Exception:
+                    pass
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    deadline = started + timeout
+    try:
+        while True:
+            try:
+                rc = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if time.perf_counter() > deadline:
+                    transcript.note(f"timeout after {timeout:g} s: stopping {argv[0]}")
+                    stop_child(proc)
+                    reader.join(timeout=2)
+                    raise StepTimeout(argv, timeout) from None
+    except KeyboardInterrupt:
+        transcript.note("interrupted: stopping the child process")
+        stop_child(proc)
+        reader.join(timeout=2)
+        raise
+    reader.join(timeout=5)
+    seconds = time.perf_counter() - started
+    transcript.note(f"exit {rc} after {seconds:.1f} s")
+    return Result(argv, rc, list(tail), seconds)
+
+
+def run_quiet(argv: List[str], timeout: float, env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
+    """A short query (interpreter facts, pip index versions): output captured, nothing logged."""
+    return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+def child_env(extra: Optional[Dict[str, str]] = None, drop: Optional[List[str]] = None) -> Dict[str, str]:
+    env = dict(os.environ)
+    for k in drop or []:
+        env.pop(k, None)
+    env.update(extra or {})
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    return env
+
+
+def python_quiet_env() -> Dict[str, str]:
+    """For interpreter queries: write no bytecode anywhere."""
+    env = dict(os.environ)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def this_python() -> str:
+    return sys.executable or "python3"

@@ -1,0 +1,361 @@
+"""Resolution without installing: `pip install --dry-run --report -` says which distributions and
+versions would land; sizes come from the index (PEP 691), the disk (file:// wheels) or a HEAD request.
+
+Also the reading of pip's and uv's failures into errors a person can act on, and the choice of a
+recipe's build variant (+cpu, +cu126, +rocm6.2) when the recipe's own index is not the source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ..errors import EXIT_FAILURE, EXIT_UNAVAILABLE, MlprobeError, ParseError
+from .backends import COMMON_PIP, Sources, pip_env, source_args
+from .proc import run_quiet
+
+DRY_RUN_TIMEOUT_S = 600.0
+HEAD_TIMEOUT_S = 4.0
+MAX_HEAD_REQUESTS = 40
+
+# Projects that PyTorch's indexes publish once per build variant, told apart by the local version
+# label (2.5.1+cpu, 2.5.1+cu124, 2.5.1+rocm6.2). On the default index the same name is another build.
+VARIANT_PROJECTS = frozenset({"torch", "torchvision", "torchaudio"})
+
+
+@dataclass
+class ResolvedDist:
+    name: str
+    version: str
+    url: Optional[str] = None
+    filename: Optional[str] = None
+    size: Optional[int] = None
+    requested: bool = False
+    is_direct: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str  # network | not-found | incompatible | conflict | broken | externally-managed | interrupted | other
+    what: str
+    why: str
+    next_step: str
+    ref: str
+
+    def to_error(self, exit_code: int = EXIT_FAILURE) -> MlprobeError:
+        return MlprobeError(self.what, why=self.why, next_step=self.next_step, ref=self.ref,
+                            exit_code=exit_code)
+
+
+@dataclass
+class Resolution:
+    ok: bool
+    dists: List[ResolvedDist] = field(default_factory=list)
+    command: str = ""
+    seconds: float = 0.0
+    failure: Optional[Failure] = None
+    skipped: Optional[str] = None  # why no resolution was tried
+    output_tail: str = ""
+
+    @property
+    def total_size(self) -> int:
+        return sum(d.size or 0 for d in self.dists)
+
+    @property
+    def unknown_sizes(self) -> int:
+        return sum(1 for d in self.dists if d.size is None)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "ok": self.ok, "skipped": self.skipped, "command": self.command,
+            "seconds": round(self.seconds, 2),
+            "distributions": [d.to_dict() for d in self.dists],
+            "total_size": self.total_size, "unknown_sizes": self.unknown_sizes,
+            "failure": asdict(self.failure) if self.failure else None,
+        }
+
+
+# ---------------------------------------------------------------- pure readers ---------------
+
+def parse_pip_report(text: str) -> List[ResolvedDist]:
+    """The `install` list of pip's installation report (format version 1)."""
+    start = text.find("{")
+    if start < 0:
+        raise ParseError("no JSON report in pip's output")
+    try:
+        doc = json.loads(text[start:])
+    except ValueError as exc:
+        raise ParseError(f"pip's report is not JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("install"), list):
+        raise ParseError("pip's report has no 'install' list")
+    out: List[ResolvedDist] = []
+    for item in doc["install"]:
+        if not isinstance(item, dict):
+            continue
+        meta = item.get("metadata") or {}
+        name, version = meta.get("name"), meta.get("version")
+        if not isinstance(name, str) or not isinstance(version, str):
+            continue
+        info = item.get("download_info") or {}
+        url = info.get("url") if isinstance(info.get("url"), str) else None
+        filename = url.split("#", 1)[0].rsplit("/", 1)[-1] if url else None
+        out.append(ResolvedDist(name=name, version=version, url=url, filename=filename,
+                                requested=bool(item.get("requested")), is_direct=bool(item.get("is_direct"))))
+    return out
+
+
+_NET = re.compile(r"(Could not fetch URL|NewConnectionError|Max retries exceeded|Connection refused|"
+                  r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
+                  r"ConnectTimeoutError|ReadTimeoutError|Failed to establish a new connection|"
+                  r"error sending request|Failed to fetch|dns error|operation timed out|"
+                  r"HTTP error 5\d\d|50[0-9] Server Error|Service Unavailable)", re.I)
+_404 = re.compile(r"(404 Client Error|HTTP error 404|404 Not Found|status code 404|HTTP status client error \(404)",
+                  re.I)
+_CONFLICT = re.compile(r"(ResolutionImpossible|conflicting dependencies|No solution found when resolving|"
+                       r"requirements are unsatisfiable)", re.I)
+_NOT_FOUND = re.compile(r"No matching distribution found for ([^\s]+)|Because ([^\s]+) was not found in the "
+                        r"package registry|there is no version of ([^\s]+)", re.I)
+_BROKEN = re.compile(r"(BadZipFile|Bad CRC-32|is invalid\.|is not a valid wheel|has an invalid wheel|"
+                     r"invalid zip|Failed to read from zip|Failed to unzip|THESE PACKAGES DO NOT MATCH THE HASHES|"
+                     r"Hash mismatch|RECORD|\.dist-info directory not found|Wheel '.*' located at .* is invalid|"
+                     r"Failed to extract|Zip file|zip archive)", re.I)
+_INCOMPAT = re.compile(r"(is not a supported wheel on this platform|no wheels with a matching (Python|platform)|"
+                       r"no wheels are available with a matching|only has wheels for|Requires-Python)", re.I)
+_PEP668 = re.compile(r"externally-managed-environment|externally managed", re.I)
+_CANCEL = re.compile(r"Operation cancelled by user|KeyboardInterrupt", re.I)
+
+
+def _first_match_name(m: "Optional[re.Match[str]]") -> str:
+    if not m:
+        return "a package"
+    return next((g for g in m.groups() if g), "a package").strip(".,'\"`")
+
+
+def classify_failure(output: str, tool: str = "pip", during: str = "resolving") -> Failure:
+    """pip's or uv's failure text -> what failed, why, and the next step (pure)."""
+    tail = "\n".join(line for line in output.strip().splitlines()[-60:])
+    last = next((ln.strip() for ln in reversed(tail.splitlines())
+                 if ln.strip().upper().startswith(("ERROR", "ZIPFILE", "× ", "ERROR:", "CAUSED BY"))),
+                tail.strip().splitlines()[-1].strip() if tail.strip() else "no output")
+    last = last[:300]
+    offline = ("check the network, or use --find-links DIR / --index-url URL, or --use-pip-config to let "
+               "pip's own configuration choose the sources")
+    if _CANCEL.search(tail):
+        return Failure("interrupted", f"{tool} was interrupted while {during}", last,
+                       "run the same command again when ready", "E507")
+    if _PEP668.search(tail):
+        return Failure("externally-managed", f"{tool} refused: the environment is externally managed (PEP 668)",
+                       last, "install into a virtual environment (leave out --system)", "E508")
+    if _CONFLICT.search(tail):
+        return Failure("conflict", f"the requirements conflict ({tool} found no set of versions that fits)",
+                       last, "pick another recipe (--recipe ID), or relax the pins that conflict; "
+                       "an existing --venv's packages count too, so a fresh venv may resolve", "E504")
+    if _404.search(tail):
+        return Failure("not-found", f"the index lists a file that is not there (HTTP 404) while {during}",
+                       last, f"try again later, or use another source: {offline}", "E502")
+    if _BROKEN.search(tail) and during == "installing":
+        return Failure("broken", "a downloaded wheel is damaged or not a valid wheel", last,
+                       "try again (a download may have been cut); if it persists the index serves a bad "
+                       "file: use another source (--index-url URL, --find-links DIR)", "E505")
+    if _INCOMPAT.search(tail):
+        return Failure("incompatible", "no wheel fits this interpreter or platform", last,
+                       "use --python X.Y for an interpreter the wheels support, or pick another recipe",
+                       "E503")
+    if _NET.search(tail):
+        return Failure("network", f"{tool} could not reach a package index while {during}", last, offline,
+                       "E501")
+    m = _NOT_FOUND.search(tail)
+    if m:
+        name = _first_match_name(m)
+        return Failure("not-found", f"no installable version of {name} in the sources",
+                       last, "the sources have no wheel for this interpreter and platform, or cannot be "
+                       f"reached: {offline}; `mlprobe install` (without --apply) shows each index check", "E503")
+    if _BROKEN.search(tail):
+        return Failure("broken", "a wheel is damaged or not a valid wheel", last,
+                       "use another source (--index-url URL, --find-links DIR)", "E505")
+    return Failure("other", f"{tool} failed while {during}", last,
+                   "read the transcript log for the whole output; run again with another recipe or source",
+                   "E506")
+
+
+def parse_index_versions(text: str) -> List[str]:
+    """`pip index versions NAME` -> the versions it lists (newest first)."""
+    m = re.search(r"^Available versions:\s*(.*)$", text, re.M)
+    if not m:
+        raise ParseError("no 'Available versions:' line")
+    return [v.strip() for v in m.group(1).split(",") if v.strip()]
+
+
+# ---------------------------------------------------------------- running pip ----------------
+
+def dry_run_argv(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *,
+                 ignore_installed: bool, python_version: Optional[str] = None,
+                 platforms: Sequence[str] = (), cache: bool = False) -> List[str]:
+    argv = [*pip_cmd, "install", "--dry-run", "--report", "-", "--quiet", *COMMON_PIP]
+    if not cache:
+        argv.append("--no-cache-dir")
+    if ignore_installed:
+        argv.append("--ignore-installed")
+    if python_version or platforms:
+        argv += ["--only-binary", ":all:"]
+        if python_version:
+            argv += ["--python-version", python_version]
+        for p in platforms:
+            argv += ["--platform", p]
+    return argv + source_args(sources) + list(packages)
+
+
+def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *, ignore_installed: bool,
+            python_version: Optional[str] = None, platforms: Sequence[str] = (),
+            timeout: float = DRY_RUN_TIMEOUT_S, cache: bool = False) -> Resolution:
+    """Resolve without installing. Without `cache`, pip writes nothing but temporary files (it may
+    still download wheels to read them); with it (--apply), the install reuses those downloads."""
+    argv = dry_run_argv(pip_cmd, packages, sources, ignore_installed=ignore_installed,
+                        python_version=python_version, platforms=platforms, cache=cache)
+    shown = " ".join(argv)
+    started = time.perf_counter()
+    try:
+        cp = run_quiet(argv, timeout=timeout, env=pip_env(sources))
+    except Exception as exc:  # TimeoutExpired, OSError
+        return Resolution(ok=False, command=shown, seconds=time.perf_counter() - started,
+                          failure=Failure("other", "pip's dry run did not finish", str(exc)[:300],
+                                          "run again; read the index checks above", "E506"))
+    seconds = time.perf_counter() - started
+    if cp.returncode != 0:
+        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
+                          failure=classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "pip"))
+    try:
+        dists = parse_pip_report(cp.stdout)
+    except ParseError as exc:
+        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
+                          failure=Failure("other", "pip's dry run gave no readable report", str(exc),
+                                          "pip >= 22.2 is needed for --report; upgrade pip", "E506"))
+    return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
+
+
+def _head_size(url: str) -> Optional[int]:
+    try:
+        import requests
+
+        r = requests.head(url, timeout=HEAD_TIMEOUT_S, allow_redirects=True)
+        n = r.headers.get("Content-Length")
+        return int(n) if r.status_code < 400 and n and n.isdigit() else None
+    except Exception:
+        return None
+
+
+def fill_sizes(dists: List[ResolvedDist], known: Dict[str, int], ask_network: bool = True) -> None:
+    """Sizes from the index pages already read, local files, then (bounded) HEAD requests."""
+    ask: List[ResolvedDist] = []
+    for d in dists:
+        if not d.url:
+            continue
+        url = d.url.split("#", 1)[0]
+        if url in known:
+            d.size = known[url]
+        elif url.startswith("file:"):
+            try:
+                d.size = Path(url2pathname(urlsplit(url).path)).stat().st_size
+            except OSError:
+                pass
+        elif url.startswith(("http://", "https://")):
+            ask.append(d)
+    if ask and ask_network:
+        ask = ask[:MAX_HEAD_REQUESTS]
+        with ThreadPoolExecutor(max_workers=min(8, len(ask))) as pool:
+            for d, size in zip(ask, pool.map(lambda x: _head_size((x.url or "").split("#", 1)[0]), ask)):
+                d.size = size
+
+
+# ---------------------------------------------------------------- variants -------------------
+
+def _requirement(spec: str) -> Optional[Requirement]:
+    try:
+        return Requirement(spec)
+    except InvalidRequirement:
+        return None
+
+
+def pick_variant(versions: Sequence[str], requirement: str, label: str) -> Optional[str]:
+    """Newest version with this local label (e.g. 'cpu') that fits the requirement (pure)."""
+    req = _requirement(requirement)
+    best: Optional[Version] = None
+    for v in versions:
+        try:
+            ver = Version(v)
+        except InvalidVersion:
+            continue
+        if (ver.local or "").lower() != label.lower():
+            continue
+        if req is not None and req.specifier and not req.specifier.contains(ver, prereleases=True):
+            continue
+        if best is None or ver > best:
+            best = ver
+    return str(best) if best is not None else None
+
+
+def needs_variant(requirement: str) -> bool:
+    req = _requirement(requirement)
+    if req is None or canonicalize_name(req.name) not in VARIANT_PROJECTS:
+        return False
+    return not any(sp.operator == "===" or "+" in sp.version for sp in req.specifier)
+
+
+def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, sources: Sources,
+                 python_version: Optional[str] = None, timeout: float = 120.0) -> Tuple[List[str], List[str]]:
+    """When the recipe's index is not the source, keep its build: `torch` -> `torch==2.13.0+cpu`,
+    the newest +label build that the chosen sources have. Returns (packages, notes); raises when a
+    variant project has no such build (installing the default index's build would be another stack)."""
+    out: List[str] = []
+    notes: List[str] = []
+    for spec in packages:
+        if not needs_variant(spec):
+            out.append(spec)
+            continue
+        req = _requirement(spec)
+        assert req is not None
+        argv = [*pip_cmd, "index", "versions", req.name, *COMMON_PIP, *source_args(sources)]
+        if python_version:
+            argv += ["--python-version", python_version, "--only-binary", ":all:"]
+        try:
+            cp = run_quiet(argv, timeout=timeout, env=pip_env(sources))
+            versions = parse_index_versions(cp.stdout) if cp.returncode == 0 else []
+        except (ParseError, OSError, Exception):
+            versions = []
+        chosen = pick_variant(versions, spec, label)
+        if chosen is None:
+            labelled = [v for v in versions if "+" in v][:6]
+            raise MlprobeError(
+                f"the sources have no {req.name} build labelled +{label}",
+                why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
+                     + (f"only {', '.join(labelled)} among labelled builds" if labelled else
+                        f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
+                        "variant, e.g. CUDA on Linux)")),
+                next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, --index-url "
+                           "URL), or use the recipe's own index (leave out the source options)"),
+                ref="E514", exit_code=EXIT_UNAVAILABLE,
+            )
+        marker = f"; {req.marker}" if req.marker else ""
+        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+        out.append(f"{req.name}{extras}=={chosen}{marker}")
+        notes.append(f"{req.name} pinned to {chosen}: the +{label} build the recipe's index would give")
+    return out, notes
+
+
+def installed_names(dists: Sequence[ResolvedDist]) -> List[str]:
+    return sorted({str(canonicalize_name(d.name)) for d in dists})
+

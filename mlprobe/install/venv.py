@@ -1,0 +1,166 @@
+"""Interpreters and virtual environments: find python X.Y, ask an interpreter about itself, create
+or reuse a venv, and refuse a system interpreter that PEP 668 marks as externally managed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..errors import EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from .proc import python_quiet_env, run_quiet
+
+# Run with the target interpreter (-I: no user site, no cwd on sys.path). Standard library only.
+_INSPECT = r"""
+import json, os, sys, sysconfig, importlib.util, struct
+in_venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+stdlib = sysconfig.get_path("stdlib") or ""
+print(json.dumps({
+  "executable": sys.executable,
+  "version": "%d.%d.%d" % sys.version_info[:3],
+  "implementation": sys.implementation.name,
+  "prefix": sys.prefix,
+  "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+  "in_venv": in_venv,
+  "externally_managed": (not in_venv) and os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED")),
+  "stdlib": stdlib,
+  "purelib": sysconfig.get_path("purelib"),
+  "platlib": sysconfig.get_path("platlib"),
+  "scripts": sysconfig.get_path("scripts"),
+  "has_pip": importlib.util.find_spec("pip") is not None,
+  "abiflags": getattr(sys, "abiflags", ""),
+  "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+  "platform": sysconfig.get_platform(),
+  "pointer_bits": struct.calcsize("P") * 8,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    executable: str
+    version: str
+    implementation: str
+    prefix: str
+    base_prefix: str
+    in_venv: bool
+    externally_managed: bool
+    stdlib: str
+    purelib: str
+    platlib: str
+    scripts: str
+    has_pip: bool
+    abiflags: str = ""
+    gil_disabled: bool = False
+    platform: str = ""
+    pointer_bits: int = 64
+
+    @property
+    def major_minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def inspect_interpreter(python: str, timeout: float = 30.0) -> Interpreter:
+    try:
+        cp = run_quiet([python, "-I", "-c", _INSPECT], timeout=timeout, env=python_quiet_env())
+        doc = json.loads(cp.stdout.strip().splitlines()[-1]) if cp.returncode == 0 and cp.stdout.strip() else None
+    except (OSError, ValueError, IndexError) as exc:
+        doc, cp_err = None, str(exc)
+    else:
+        cp_err = (cp.stderr or "").strip()[-300:]
+    if not isinstance(doc, dict):
+        raise MlprobeError(
+            f"cannot run the interpreter {python}",
+            why=cp_err or "it did not answer",
+            next_step="pass another one with --python X.Y, or check that it starts",
+            ref="E510", exit_code=EXIT_UNAVAILABLE,
+        )
+    fields = Interpreter.__dataclass_fields__
+    return Interpreter(**{k: v for k, v in doc.items() if k in fields})
+
+
+def find_python(version: Optional[str]) -> str:
+    """The interpreter that a new venv is made from: this one, or pythonX.Y on PATH."""
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if version is None or version == here:
+        return sys.executable
+    names = [f"python{version}"]
+    if os.name == "nt":
+        names.append(f"python{version.replace('.', '')}")
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    hint = "install it (your OS packages, pyenv, or the python.org installer)"
+    if shutil.which("uv"):
+        hint = f"`uv python install {version}`, then run again"
+    raise MlprobeError(
+        f"no Python {version} on this machine",
+        why=f"looked for {' and '.join(names)} on PATH",
+        next_step=f"{hint}; or leave out --python to use {here} ({sys.executable})",
+        ref="E510", exit_code=EXIT_UNAVAILABLE,
+    )
+
+
+def venv_python(path: Path) -> Path:
+    if os.name == "nt":
+        return path / "Scripts" / "python.exe"
+    return path / "bin" / "python"
+
+
+def venv_state(path: Path) -> str:
+    """'missing', 'empty' (an empty folder), 'venv' (has pyvenv.cfg and a python), or 'other'."""
+    if not path.exists():
+        return "missing"
+    if not path.is_dir():
+        return "other"
+    if (path / "pyvenv.cfg").is_file() and venv_python(path).exists():
+        return "venv"
+    try:
+        next(path.iterdir())
+    except StopIteration:
+        return "empty"
+    return "other"
+
+
+def check_venv_target(path: Path) -> str:
+    state = venv_state(path)
+    if state == "other":
+        raise MlprobeError(
+            f"{path} exists and is not a virtual environment",
+            why="mlprobe creates a new venv only in a missing or empty folder, and reuses one that has "
+                "a pyvenv.cfg",
+            next_step="pick another --venv PATH, or empty that folder yourself",
+            ref="E509", exit_code=EXIT_USAGE,
+        )
+    return state
+
+
+def check_system_target(info: Interpreter) -> None:
+    if info.externally_managed:
+        raise MlprobeError(
+            f"{info.executable} is externally managed (PEP 668)",
+            why="its distribution manages these packages; pip would fight the OS package manager",
+            next_step="install into a virtual environment instead: leave out --system (mlprobe makes one), "
+                      "or pass --venv PATH",
+            ref="E508", exit_code=EXIT_USAGE,
+        )
+
+
+def create_venv_argv(base_python: str, path: Path, with_pip: bool) -> List[str]:
+    argv = [base_python, "-m", "venv"]
+    if not with_pip:
+        argv.append("--without-pip")
+    return argv + [str(path)]
+
+
+def default_venv_path(recipe_id: str, cwd: Optional[Path] = None) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe_id).strip("-.") or "recipe"
+    return (cwd or Path.cwd()) / f"mlprobe-{safe}-venv"

@@ -1,0 +1,381 @@
+"""`python -m torch.utils.collect_env` as users paste it into bug reports (collect_env.txt).
+
+It knows the torch build (version, CUDA/ROCm it was built for), the GPUs (`nvidia-smi -L` lines
+on CUDA machines; on ROCm only the current device's name, sometimes with its gfx target), the
+NVIDIA driver, the CUDA toolkit / HIP / MIOpen versions on the machine, the OS, and (newer torch)
+the CPU as lscpu (Linux) or WMI (Windows) print it. "N/A", "Could not collect", "None", "No CUDA"
+are unknowns, never values.
+
+CPU and OS facts are given only when the bundle has no better source (no host.json, no
+/proc/cpuinfo, lscpu or sysctl capture): a paste is second-hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import ParseError
+from ..facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
+from ..host import Host
+from ..vendors import vendor_from_text
+from . import frameworks as fw
+from .cpu import X86_VENDORS, cpu_from_lscpu, parse_lscpu, x86_64_level
+
+SOURCE = "collect_env"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_UNKNOWN = {"", "n/a", "na", "none", "could not collect", "no cuda", "unknown", "not available"}
+
+# Single-line "Key: value" entries collect_env prints (torch 1.x - 2.x).
+KEYS = (
+    "PyTorch version",
+    "Is debug build",
+    "CUDA used to build PyTorch",
+    "ROCM used to build PyTorch",
+    "OS",
+    "GCC version",
+    "Clang version",
+    "CMake version",
+    "Libc version",
+    "Python version",
+    "Python platform",
+    "Is CUDA available",
+    "CUDA runtime version",
+    "CUDA_MODULE_LOADING set to",
+    "GPU models and configuration",
+    "Nvidia driver version",
+    "cuDNN version",
+    "HIP runtime version",
+    "MIOpen runtime version",
+    "Is XNNPACK available",
+    "CPU",
+    "Versions of relevant libraries",
+    "Is XPU available",
+    "XPU used to build PyTorch",
+    "Intel GPU driver version",
+    "Intel GPU models onboard",
+    "Intel GPU models detected",
+)
+_KEY_RE = re.compile(
+    r"^(" + "|".join(re.escape(k) for k in sorted(KEYS, key=len, reverse=True)) + r"):[ \t]?(.*)$"
+)
+_GPU_LINE = re.compile(r"^GPU\s+(\d{1,3}):\s*(.+?)\s*(?:\(UUID:[^)]*\))?\s*$")
+
+
+@dataclass
+class CollectEnv:
+    values: Dict[str, Optional[str]] = field(default_factory=dict)
+    gpu_inline: Optional[str] = None  # the value on the key's own line (a single device)
+    gpu_lines: List[str] = field(default_factory=list)  # `GPU N: name` lines
+    cpu_lines: List[str] = field(default_factory=list)
+    libraries: List[Tuple[str, str, str]] = field(default_factory=list)  # (channel, name, version)
+
+    def get(self, key: str) -> Optional[str]:
+        return self.values.get(key)
+
+
+def known(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    v = value.strip()
+    return None if v.lower() in _UNKNOWN else v
+
+
+def parse_collect_env(text: str) -> CollectEnv:
+    text = _ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    out = CollectEnv()
+    section: Optional[str] = None  # a multi-line value being read
+    for raw in text.split("\n"):
+        line = raw.rstrip()
+        m = _KEY_RE.match(line.strip()) if line.strip() else None
+        if m:
+            key, value = m.group(1), m.group(2).strip()
+            out.values.setdefault(key, known(value))
+            section = (
+                key
+                if key
+                in ("GPU models and configuration", "CPU", "Versions of relevant libraries", "cuDNN version")
+                else None
+            )
+            if key == "GPU models and configuration" and value and out.gpu_inline is None:
+                out.gpu_inline = value
+            continue
+        if not line.strip():
+            if section == "GPU models and configuration":
+                section = None  # the GPU list ends at its blank line
+            continue
+        if section == "GPU models and configuration":
+            if _GPU_LINE.match(line.strip()):
+                out.gpu_lines.append(line.strip())
+        elif section == "CPU":
+            out.cpu_lines.append(line)
+        elif section == "Versions of relevant libraries":
+            lib = re.match(
+                r"^\[(pip\d?|conda)\]\s+([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|\s+)([0-9][^\s]*)", line.strip()
+            )
+            if lib:
+                out.libraries.append((lib.group(1), lib.group(2), lib.group(3)))
+    if "PyTorch version" not in out.values:
+        raise ParseError("no 'PyTorch version:' line: not torch.utils.collect_env output")
+    return out
+
+
+# -- facts -------------------------------------------------------------------------------------------------
+
+
+def _mm(version: Optional[str]) -> Optional[str]:
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+
+
+def _system(env: CollectEnv) -> Optional[str]:
+    os_line = env.get("OS") or ""
+    platform = env.get("Python platform") or ""
+    if re.search(r"windows", os_line + " " + platform, re.I):
+        return "Windows"
+    if re.search(r"mac\s?os|darwin", os_line + " " + platform, re.I):
+        return "Darwin"
+    if platform.lower().startswith("linux") or re.search(
+        r"linux|ubuntu|debian|centos|red hat|rhel|fedora|"
+        r"rocky|alma|suse|arch|amazon|oracle",
+        os_line,
+        re.I,
+    ):
+        return "Linux"
+    return None
+
+
+def gpus_from_env(env: CollectEnv) -> List[GpuFacts]:
+    cuda_build = known(env.get("CUDA used to build PyTorch"))
+    rocm_build = known(env.get("ROCM used to build PyTorch"))
+    available = (env.get("Is CUDA available") or "").lower() == "true"
+    nv_driver = known(env.get("Nvidia driver version"))
+    out: List[GpuFacts] = []
+    seen: set[str] = set()
+    entries: List[Tuple[Optional[str], str]] = []
+    inline = _GPU_LINE.match(env.gpu_inline) if env.gpu_inline else None
+    if inline:
+        entries.append((inline.group(1), inline.group(2)))
+    elif env.gpu_inline and known(env.gpu_inline) and not env.gpu_lines:
+        entries.append((None, env.gpu_inline.strip()))  # ROCm/macOS: the current device's name
+    for line in env.gpu_lines:
+        m = _GPU_LINE.match(line)
+        if m:
+            entries.append((m.group(1), m.group(2)))
+    for index, name in entries:
+        if not known(name):
+            continue
+        key = index if index is not None else name
+        if key in seen:
+            continue
+        seen.add(key)
+        gfx = None
+        gm = re.search(r"\((gfx[0-9a-f]+)(?::[^)]*)?\)\s*$", name)
+        if gm:
+            gfx, name = gm.group(1), name[: gm.start()].strip()
+        vendor = vendor_from_text(name) or ("amd" if (rocm_build or gfx) else "unknown")
+        apis: List[str] = []
+        if vendor == "nvidia" and (nv_driver or (cuda_build and available)):
+            apis.append("cuda")
+        if vendor == "amd" and rocm_build and available:
+            apis.append("rocm")
+        notes: Tuple[str, ...] = ()
+        if rocm_build and index is None:
+            notes = ("collect_env names only the current ROCm device",)
+        cc = arch = integrated = None
+        if vendor == "nvidia":
+            from .nvidia import architecture_for, compute_capability_for, integrated_for
+
+            cc = compute_capability_for(name)
+            arch, integrated = architecture_for(cc), integrated_for(name)
+        out.append(
+            GpuFacts(
+                vendor=vendor,
+                name=name,
+                driver_version=nv_driver if vendor == "nvidia" else None,
+                compute_capability=cc,
+                architecture=arch,
+                integrated=integrated,
+                runtime_gfx_target=gfx,
+                apis=tuple(apis),
+                sources=(SOURCE,),
+                notes=notes,
+            )
+        )
+    return out
+
+
+def frameworks_from_env(env: CollectEnv) -> List[FrameworkFacts]:
+    system = _system(env)
+    cuda = known(env.get("CUDA used to build PyTorch"))
+    hip = known(env.get("ROCM used to build PyTorch"))
+    out: List[FrameworkFacts] = []
+    torch_version = known(env.get("PyTorch version"))
+    if torch_version:
+        out.append(
+            FrameworkFacts(
+                name="torch",
+                version=torch_version,
+                flavour=fw.flavour("torch", torch_version, cuda, hip, system),
+                cuda=cuda,
+                hip=hip,
+                source=SOURCE,
+            )
+        )
+    seen = {"torch"} if torch_version else set()
+    for _channel, name, version in env.libraries:
+        norm = fw.normalise(name)
+        if norm not in fw.FRAMEWORKS or norm in seen:
+            continue
+        seen.add(norm)
+        out.append(
+            FrameworkFacts(
+                name=norm,
+                version=version,
+                flavour=fw.flavour(norm, version, None, None, system),
+                source=SOURCE,
+            )
+        )
+    return out
+
+
+def runtimes_from_env(env: CollectEnv, system: Optional[str]) -> Dict[str, Dict[str, Optional[str]]]:
+    from .nvidia import cuda_for_driver
+
+    out: Dict[str, Dict[str, Optional[str]]] = {}
+    driver = known(env.get("Nvidia driver version"))
+    toolkit = known(env.get("CUDA runtime version"))
+    if driver or (toolkit and re.match(r"^\d+\.\d+", toolkit)):
+        out["cuda"] = {
+            "driver_version": driver,
+            "version": cuda_for_driver(driver, system),
+            "toolkit_version": toolkit if toolkit and re.match(r"^\d+\.\d+", toolkit) else None,
+        }
+    hip = known(env.get("HIP runtime version"))
+    miopen = known(env.get("MIOpen runtime version"))
+    if hip or miopen:
+        out["rocm"] = {"hip_version": hip, "miopen_version": miopen}
+    return out
+
+
+def os_from_env(env: CollectEnv) -> Optional[OsFacts]:
+    system = _system(env)
+    if system is None:
+        return None
+    os_line = known(env.get("OS"))
+    platform = env.get("Python platform") or ""
+    distro = (
+        re.sub(r"\s*\((x86_64|aarch64|arm64|ppc64le|s390x|i686|AMD64)\)\s*$", "", os_line or "").strip()
+        or None
+    )
+    release = None
+    build = None
+    wsl = None
+    glibc = None
+    if system == "Linux":
+        m = re.match(r"^Linux-(\S+?)-(?:x86_64|aarch64|ppc64le|s390x|i686)", platform)
+        release = m.group(1) if m else None
+        wsl = bool(re.search(r"microsoft|wsl", platform, re.I))
+        libc = known(env.get("Libc version")) or ""
+        gm = re.search(r"glibc[- ](\d+\.\d+)", libc) or re.search(r"with-glibc(\d+\.\d+)", platform)
+        glibc = gm.group(1) if gm else None
+    elif system == "Windows":
+        m = re.search(r"Windows-(\d+)-10\.0\.(\d+)", platform)
+        build = int(m.group(2)) if m else None
+        release = m.group(1) if m else None
+        wsl = False
+    elif system == "Darwin":
+        wsl = False
+    return OsFacts(
+        system=system,
+        release=release,
+        distro=distro,
+        wsl=wsl,
+        glibc=glibc,
+        windows_build=build,
+        version=f"10.0.{build}" if build else None,
+    )
+
+
+def cpu_from_env(env: CollectEnv) -> Optional[CpuFacts]:
+    if not env.cpu_lines:
+        return None
+    text = "\n".join(env.cpu_lines)
+    try:
+        fields = parse_lscpu(text)
+        if "Architecture" in fields and not fields["Architecture"].isdigit():
+            return _replace_source(cpu_from_lscpu(fields))
+    except ParseError:
+        pass
+    # Windows: WMI Win32_Processor as `Key=Value` (older) or `Key: Value` (newer torch).
+    kv: Dict[str, str] = {}
+    for line in env.cpu_lines:
+        m = re.match(r"^\s*([A-Za-z0-9]+)\s*[=:]\s*(.*)$", line)
+        if m:
+            kv.setdefault(m.group(1), m.group(2).strip())
+    name = known(kv.get("Name"))
+    if name is None:
+        first = env.cpu_lines[0].strip()  # macOS prints just the brand string
+        return (
+            CpuFacts(
+                model=first or None,
+                vendor="apple" if first.startswith("Apple") else None,
+                arch="arm64" if first.startswith("Apple") else None,
+                source="collect_env.txt",
+            )
+            if first
+            else None
+        )
+    vendor_id = known(kv.get("Manufacturer"))
+    arch = {"9": "x86_64", "12": "aarch64", "5": "arm", "0": "i686"}.get(kv.get("Architecture", ""))
+    return CpuFacts(
+        vendor=X86_VENDORS.get(vendor_id or "", (vendor_id or "").lower() or None),
+        vendor_id=vendor_id,
+        model=" ".join(name.split()),
+        arch=arch,
+        source="collect_env.txt",
+    )
+
+
+def _replace_source(cpu: CpuFacts) -> CpuFacts:
+    from dataclasses import replace
+
+    level = x86_64_level(cpu.flags) if cpu.arch == "x86_64" and cpu.flags else None
+    return replace(cpu, source="collect_env.txt", x86_64_level=level)
+
+
+def probe(host: Host) -> Contribution:
+    out = Contribution()
+    cap = host.get("collect_env.txt")
+    if not cap.ok:
+        out.status = "error" if cap.status in ("error", "timeout") else "absent"
+        out.error = cap.error or "no collect_env.txt in this capture"
+        return out
+    try:
+        env = parse_collect_env(cap.text())
+    except ParseError as exc:
+        out.status = "error"
+        out.error = f"collect_env.txt: {exc}"
+        return out
+    system = _system(env)
+    out.gpus = gpus_from_env(env)
+    out.frameworks = frameworks_from_env(env)
+    out.runtimes = dict(runtimes_from_env(env, system))
+    if not host.get("host.json").ok:
+        out.os = os_from_env(env)
+    if not any(host.get(n).ok for n in ("host.json", "proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt")):
+        out.cpu = cpu_from_env(env)
+    return out
+
+
+__all__ = [
+    "CollectEnv",
+    "cpu_from_env",
+    "frameworks_from_env",
+    "gpus_from_env",
+    "os_from_env",
+    "parse_collect_env",
+    "probe",
+    "runtimes_from_env",
+]

@@ -1,0 +1,781 @@
+"""NVIDIA GPUs through nvidia-smi (XML, `-q` text, CSV query, plain table) and
+/proc/driver/nvidia/version.
+
+Every `parse_*` function is pure and returns an `SmiReport` (driver, CUDA version, GPUs as that one
+output shows them). The probe reads the captures in priority order (XML > `-q` > CSV > table):
+the first output that lists GPUs defines the device set; later ones only fill fields of the same
+devices, so a damaged or truncated capture never adds a GPU. MIG instances are counted on their
+parent GPU (`mig_devices`), never reported as GPUs.
+
+Knowledge (name -> compute capability, compute capability -> architecture, driver -> CUDA version)
+lives in mlprobe/knowledge/nvidia_gpus.json with a source on every row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
+from typing import Any, Dict, List, Optional, Pattern, Tuple
+
+from ..errors import ParseError
+from ..facts import Contribution, GpuFacts
+from ..host import Host
+from ..vendors import normalise_bus_id
+
+SOURCE = "nvidia"
+MIB = 1024 * 1024
+# nvidia-smi -q -x of an 8-GPU node is ~400 KiB; anything this large is not nvidia-smi output.
+MAX_XML_CHARS = 16 * 1024 * 1024
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_BUS = re.compile(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
+_NOT_VALUES = {
+    "",
+    "n/a",
+    "[n/a]",
+    "na",
+    "none",
+    "not supported",
+    "[not supported]",
+    "unknown error",
+    "[unknown error]",
+    "requested functionality has been deprecated",
+    "[insufficient permissions]",
+    "insufficient permissions",
+    "redacted",
+    "gpu requires reset",
+    "[gpu requires reset]",
+}
+
+
+# -- the data every parser returns ---------------------------------------------------------------
+
+
+@dataclass
+class NvGpu:
+    """One GPU as one nvidia-smi output shows it."""
+
+    index: Optional[int] = None
+    name: Optional[str] = None
+    name_truncated: bool = False
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    pci_device_id: Optional[str] = None
+    pci_vendor_id: Optional[str] = None
+    serial: Optional[str] = None
+    memory_mib: Optional[int] = None
+    compute_capability: Optional[str] = None
+    architecture: Optional[str] = None
+    mig_mode: Optional[str] = None
+    mig_devices: int = 0
+    driver_model: Optional[str] = None  # WDDM / TCC / MCDM on Windows, None on Linux
+
+
+@dataclass
+class SmiReport:
+    driver_version: Optional[str] = None
+    cuda_version: Optional[str] = None
+    gpus: List[NvGpu] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
+# -- small helpers ---------------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    """CRLF/CR -> LF, tabs -> spaces, ANSI colour codes removed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _ANSI.sub("", text)
+
+
+def _value(raw: Optional[str]) -> Optional[str]:
+    """Trimmed text; nvidia-smi's placeholders and bracketed notes ("[Deprecated; ...]") dropped."""
+    if raw is None:
+        return None
+    v = re.sub(r"\s*\[(?:deprecated|note)[^\]]*\]?\s*$", "", raw.strip(), flags=re.I).strip()
+    if v.lower() in _NOT_VALUES:
+        return None
+    return v
+
+
+def _version(raw: Optional[str]) -> Optional[str]:
+    v = _value(raw)
+    if v is None:
+        return None
+    m = re.match(r"^(\d+(?:\.\d+){0,3})\b", v)
+    return m.group(1) if m else None
+
+
+def _cuda_version(raw: Optional[str]) -> Optional[str]:
+    v = _version(raw)
+    if v is None:
+        return None
+    m = re.match(r"^(\d+)\.(\d+)", v)
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
+
+
+def _mib(raw: Optional[str]) -> Optional[int]:
+    v = _value(raw)
+    if v is None:
+        return None
+    m = re.match(r"^(\d+)\s*(MiB|MB)?\s*$", v, re.I)
+    return int(m.group(1)) if m else None
+
+
+def _pci_ids(raw: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """nvidia-smi's combined id "0x20B010DE" / "20B010DE" -> ("0x20b0", "0x10de")."""
+    v = _value(raw)
+    if v is None:
+        return None, None
+    m = re.fullmatch(r"(?:0x)?([0-9A-Fa-f]{4})([0-9A-Fa-f]{4})", v.strip())
+    if not m:
+        return None, None
+    return "0x" + m.group(1).lower(), "0x" + m.group(2).lower()
+
+
+def _uuid(raw: Optional[str]) -> Optional[str]:
+    v = _value(raw)
+    if v is None or not re.fullmatch(r"(GPU|MIG)-[0-9A-Fa-f-]{8,}", v):
+        return None
+    if set(v[4:].replace("-", "")) == {"0"}:
+        return None  # redacted by whoever captured it, not an identity
+    return v
+
+
+def _serial(raw: Optional[str]) -> Optional[str]:
+    v = _value(raw)
+    if v is None or set(v) <= {"0"} or not re.fullmatch(r"[0-9A-Za-z-]{4,40}", v):
+        return None
+    return v
+
+
+def _mig_mode(raw: Optional[str]) -> Optional[str]:
+    v = _value(raw)
+    if v is None:
+        return None
+    low = v.lower()
+    if low in ("enabled", "on"):
+        return "Enabled"
+    if low in ("disabled", "off"):
+        return "Disabled"
+    return None
+
+
+def _name(raw: Optional[str]) -> Tuple[Optional[str], bool]:
+    v = _value(raw)
+    if v is None:
+        return None, False
+    v = " ".join(v.split())
+    if v.endswith("..."):
+        v = v[:-3].rstrip()
+        return (v or None), True
+    return v, False
+
+
+def _merge_gpu(a: NvGpu, b: NvGpu) -> NvGpu:
+    """a's values win; b fills what a lacks (a truncated name yields to a full one)."""
+    changes: Dict[str, Any] = {}
+    for f in fields(NvGpu):
+        va, vb = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "name":
+            if vb and (va is None or (a.name_truncated and not b.name_truncated)):
+                changes["name"] = vb
+                changes["name_truncated"] = b.name_truncated
+        elif f.name == "name_truncated":
+            continue
+        elif f.name == "mig_devices":
+            if vb and not va:
+                changes[f.name] = vb
+        elif va is None and vb is not None:
+            changes[f.name] = vb
+    return replace(a, **changes) if changes else a
+
+
+def _same(a: NvGpu, b: NvGpu) -> bool:
+    if a.pci_bus_id and b.pci_bus_id:
+        return a.pci_bus_id == b.pci_bus_id
+    if a.uuid and b.uuid:
+        return a.uuid.lower() == b.uuid.lower()
+    return a.index is not None and a.index == b.index
+
+
+def _dedupe(gpus: List[NvGpu]) -> List[NvGpu]:
+    """A line doubled by a terminal or a paste must not become a second GPU."""
+    out: List[NvGpu] = []
+    for g in gpus:
+        for i, kept in enumerate(out):
+            if _same(kept, g):
+                out[i] = _merge_gpu(kept, g)
+                break
+        else:
+            out.append(g)
+    return out
+
+
+# -- nvidia-smi -q -x -------------------------------------------------------------------------------
+
+
+def _partial_xml_root(text: str) -> Optional[ET.Element]:
+    """The tree as far as it parses: truncated or damaged XML still yields its first GPUs."""
+    parser: "ET.XMLPullParser[Any]" = ET.XMLPullParser(events=("start",))
+    try:
+        parser.feed(text)
+        parser.close()
+    except ET.ParseError:
+        pass
+    events = parser.read_events()
+    while True:
+        try:
+            item: Any = next(events)
+        except (StopIteration, ET.ParseError):
+            return None
+        elem = item[1]
+        if isinstance(elem, ET.Element):
+            return elem  # the first start event is the root; the tree hangs off it
+
+
+def _xtext(elem: Optional[ET.Element], path: str) -> Optional[str]:
+    if elem is None:
+        return None
+    found = elem.find(path)
+    if found is None or found.text is None:
+        return None
+    return found.text
+
+
+def parse_smi_xml(text: str) -> SmiReport:
+    """`nvidia-smi -q -x` (DTD v10-v13 and later: only element names are read, never the DTD)."""
+    text = _clean(text[:MAX_XML_CHARS])
+    start = text.find("<nvidia_smi_log")
+    if start < 0:
+        raise ParseError("no <nvidia_smi_log> element: not nvidia-smi -q -x output")
+    # From the root element on: drops a prompt line, the XML declaration and the DOCTYPE (an
+    # external DTD is never fetched; an internal subset could declare entities, so it goes too).
+    body = text[start:]
+    if "<!ENTITY" in text.upper():
+        raise ParseError("nvidia-smi XML with entity declarations refused")
+    root = _partial_xml_root(body)
+    if root is None or root.tag != "nvidia_smi_log":
+        raise ParseError("nvidia-smi XML could not be read")
+    rep = SmiReport(
+        driver_version=_version(_xtext(root, "driver_version")) or _version(_xtext(root, "kmd_version")),
+        cuda_version=_cuda_version(_xtext(root, "cuda_version"))
+        or _cuda_version(_xtext(root, "cuda_umd_version")),
+    )
+    for index, g in enumerate(root.findall("gpu")):
+        name, truncated = _name(_xtext(g, "product_name"))
+        dev, ven = _pci_ids(_xtext(g, "pci/pci_device_id"))
+        mig_parent = g.find("mig_devices")
+        rep.gpus.append(
+            NvGpu(
+                index=_int(_xtext(g, "minor_number")) if _xtext(g, "minor_number") else index,
+                name=name,
+                name_truncated=truncated,
+                uuid=_uuid(_xtext(g, "uuid")),
+                pci_bus_id=normalise_bus_id(_value(_xtext(g, "pci/pci_bus_id")) or g.get("id")),
+                pci_device_id=dev,
+                pci_vendor_id=ven,
+                serial=_serial(_xtext(g, "serial")),
+                # the GPU's own fb_memory_usage (MIG slices have theirs inside <mig_devices>)
+                memory_mib=_mib(_xtext(g, "fb_memory_usage/total")),
+                compute_capability=_cc(_xtext(g, "compute_cap")),
+                architecture=_value(_xtext(g, "product_architecture")),
+                mig_mode=_mig_mode(_xtext(g, "mig_mode/current_mig")),
+                mig_devices=len(mig_parent.findall("mig_device")) if mig_parent is not None else 0,
+                driver_model=_value(_xtext(g, "driver_model/current_dm")),
+            )
+        )
+    rep.gpus = _dedupe(rep.gpus)
+    return rep
+
+
+def _int(raw: Optional[str]) -> Optional[int]:
+    v = _value(raw)
+    return int(v) if v is not None and v.isdigit() else None
+
+
+def _cc(raw: Optional[str]) -> Optional[str]:
+    v = _value(raw)
+    if v is None:
+        return None
+    m = re.fullmatch(r"(\d{1,2})\.(\d)", v)
+    return f"{int(m.group(1))}.{m.group(2)}" if m else None
+
+
+# -- nvidia-smi -q (text) ------------------------------------------------------------------------------
+
+
+_Q_KV = re.compile(r"^(\s*)(\S.*?)\s+:\s?(.*)$")
+_Q_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+
+
+def parse_smi_q(text: str) -> SmiReport:
+    """`nvidia-smi -q`: `Key : value` lines nested by 4-space indentation under `GPU <bus id>`."""
+    text = _clean(text).expandtabs(8)
+    if "NVSMI LOG" not in text and not re.search(r"^GPU [0-9A-Fa-f]+:", text, re.M):
+        raise ParseError("no '==NVSMI LOG==' header and no 'GPU <bus id>' section: not nvidia-smi -q output")
+    rep = SmiReport()
+    top: Dict[str, str] = {}
+    gpu_values: List[Dict[Tuple[str, ...], str]] = []
+    gpu_bus: List[str] = []
+    mig_counts: List[int] = []
+    stack: List[Tuple[int, str]] = []  # (indent, section name) inside the current GPU
+    current: Optional[Dict[Tuple[str, ...], str]] = None
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        m = _Q_GPU.match(line)
+        if m:
+            current = {}
+            gpu_values.append(current)
+            gpu_bus.append(m.group(1))
+            mig_counts.append(0)
+            stack = []
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        kv = _Q_KV.match(line)
+        if current is None:
+            if kv and indent == 0:
+                top.setdefault(kv.group(2).strip(), kv.group(3))
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = tuple(s for _, s in stack)
+        if kv:
+            current.setdefault(path + (kv.group(2).strip(),), kv.group(3))
+        else:
+            section = line.strip()
+            if section == "MIG Device" and not path:
+                mig_counts[-1] += 1
+            stack.append((indent, section))
+    rep.driver_version = _version(top.get("Driver Version")) or _version(top.get("KMD Version"))
+    rep.cuda_version = _cuda_version(top.get("CUDA Version")) or _cuda_version(top.get("CUDA UMD Version"))
+    for index, (vals, bus, migs) in enumerate(zip(gpu_values, gpu_bus, mig_counts)):
+        name, truncated = _name(vals.get(("Product Name",)))
+        dev, ven = _pci_ids(vals.get(("PCI", "Device Id")))
+        rep.gpus.append(
+            NvGpu(
+                index=_int(vals.get(("Minor Number",))) if vals.get(("Minor Number",)) else index,
+                name=name,
+                name_truncated=truncated,
+                uuid=_uuid(vals.get(("GPU UUID",))),
+                pci_bus_id=normalise_bus_id(_value(vals.get(("PCI", "Bus Id"))) or bus),
+                pci_device_id=dev,
+                pci_vendor_id=ven,
+                serial=_serial(vals.get(("Serial Number",))),
+                memory_mib=_mib(vals.get(("FB Memory Usage", "Total"))),
+                architecture=_value(vals.get(("Product Architecture",))),
+                mig_mode=_mig_mode(vals.get(("MIG Mode", "Current"))),
+                mig_devices=migs,
+                driver_model=_value(vals.get(("Driver Model", "Current"))),
+            )
+        )
+    rep.gpus = _dedupe(rep.gpus)
+    return rep
+
+
+# -- nvidia-smi --query-gpu=... --format=csv ------------------------------------------------------------
+
+# CAPTURES.md's column order, for output taken with `noheader`.
+QUERY_COLUMNS = ("name", "driver_version", "compute_cap", "memory.total", "pci.bus_id", "uuid")
+
+
+def parse_smi_query_csv(text: str) -> SmiReport:
+    """CSV from `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`; the header
+    (when present) says which fields were asked for, in which order."""
+    text = _clean(text)
+    rows = [[c.strip() for c in row] for row in csv.reader(line for line in text.split("\n") if line.strip())]
+    columns: Optional[List[str]] = None
+    body: List[List[str]] = []
+    for row in rows:
+        keys = [re.sub(r"\s*\[.*?\]\s*$", "", c).strip().lower() for c in row]
+        if columns is None and any(
+            k in ("name", "pci.bus_id", "uuid", "driver_version", "index") for k in keys
+        ):
+            columns = keys
+            continue
+        if keys == columns:
+            continue  # the header again (a doubled line, or two outputs pasted together)
+        body.append(row)
+    if columns is None:
+        if any(len(r) == len(QUERY_COLUMNS) for r in body):
+            columns = list(QUERY_COLUMNS)
+        else:
+            raise ParseError("no CSV header naming nvidia-smi query fields")
+    rep = SmiReport()
+    seen_rows: set[Tuple[str, ...]] = set()
+    for row in body:
+        if len(row) != len(columns) or tuple(row) in seen_rows:
+            continue  # truncated, damaged, or repeated by a paste
+        seen_rows.add(tuple(row))
+        rec = dict(zip(columns, row))
+        name, truncated = _name(rec.get("name"))
+        if name is None and not rec.get("pci.bus_id") and not rec.get("uuid"):
+            continue
+        bus = normalise_bus_id(_value(rec.get("pci.bus_id")))
+        uuid = _uuid(rec.get("uuid"))
+        index = _int(rec.get("index"))
+        if bus is None and uuid is None and index is None:
+            index = len(rep.gpus)
+        rep.driver_version = rep.driver_version or _version(rec.get("driver_version"))
+        dev, ven = _pci_ids(rec.get("pci.device_id"))
+        rep.gpus.append(
+            NvGpu(
+                index=index,
+                name=name,
+                name_truncated=truncated,
+                uuid=uuid,
+                pci_bus_id=bus,
+                pci_device_id=dev,
+                pci_vendor_id=ven,
+                serial=_serial(rec.get("serial")),
+                memory_mib=_mib(rec.get("memory.total")),
+                compute_capability=_cc(rec.get("compute_cap")),
+                mig_mode=_mig_mode(rec.get("mig.mode.current")),
+                driver_model=_value(rec.get("driver_model.current")),
+            )
+        )
+    rep.gpus = _dedupe(rep.gpus)
+    return rep
+
+
+# -- nvidia-smi (plain table) ------------------------------------------------------------------------------
+
+_TABLE_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
+_TABLE_CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\d+\.\d+)")
+_ROW_HEAD = re.compile(r"^\s*(\d{1,3})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
+_ROW_HEAD_LOOSE = re.compile(r"^\s*(\d{1,3})\s+(\S.*?)\s*$")
+_MEM_CELL = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_MIG_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s*\|")
+_FAILURES = (
+    "couldn't communicate with the nvidia driver",
+    "no devices were found",
+    "failed to initialize nvml",
+)
+
+
+def parse_smi_table(text: str) -> SmiReport:
+    """The plain `nvidia-smi` table (2015-2026 layouts, Linux and Windows)."""
+    text = _clean(text)
+    low = text.lower()
+    rep = SmiReport()
+    for msg in _FAILURES:
+        if msg in low:
+            rep.notes.append(f"nvidia-smi reported: {msg}")
+    if "nvidia-smi" not in low and not rep.notes and not _BUS.search(text):
+        raise ParseError("no 'NVIDIA-SMI' header and no GPU row: not nvidia-smi table output")
+    m = _TABLE_DRIVER.search(text)
+    rep.driver_version = m.group(1) if m else None
+    m = _TABLE_CUDA.search(text)
+    rep.cuda_version = _cuda_version(m.group(1)) if m else None
+    lines = text.split("\n")
+    in_mig = False
+    mig_seen: Dict[int, set[Tuple[str, ...]]] = {}
+    last: Optional[NvGpu] = None
+    for line in lines:
+        stripped = line.strip()
+        if "MIG devices:" in line:
+            in_mig, last = True, None
+            continue
+        if "Processes:" in line:
+            in_mig, last = False, None
+            continue
+        if in_mig:
+            mm = _MIG_ROW.match(stripped)
+            if mm:
+                mig_seen.setdefault(int(mm.group(1)), set()).add(mm.groups())
+            continue
+        if not stripped.startswith("|"):
+            continue
+        cells = stripped.strip("|").split("|")
+        if len(cells) < 2:
+            continue
+        bus_match = _BUS.search(cells[1])
+        if bus_match and len(cells) >= 2:
+            head = _ROW_HEAD.match(cells[0]) or _ROW_HEAD_LOOSE.match(cells[0])
+            if not head:
+                continue
+            name, truncated = _name(head.group(2))
+            model = head.group(3) if head.re is _ROW_HEAD else None
+            last = NvGpu(
+                index=int(head.group(1)),
+                name=name,
+                name_truncated=truncated,
+                pci_bus_id=normalise_bus_id(bus_match.group(0)),
+                driver_model=model if model in ("WDDM", "TCC", "MCDM") else None,
+            )
+            rep.gpus.append(last)
+            continue
+        if last is None:
+            continue
+        mem = _MEM_CELL.search(cells[1])
+        if mem and last.memory_mib is None:
+            last.memory_mib = int(mem.group(2))
+            continue
+        if len(cells) >= 3 and last.mig_mode is None:
+            mode = _mig_mode(cells[2])
+            if mode is not None and cells[0].strip() == "" and cells[1].strip() == "":
+                last.mig_mode = mode
+    for g in rep.gpus:
+        if g.index is not None and g.index in mig_seen:
+            g.mig_devices = len(mig_seen[g.index])
+    rep.gpus = _dedupe(rep.gpus)
+    if not rep.gpus and not rep.driver_version and not rep.notes:
+        raise ParseError("nvidia-smi table lists neither a driver version nor a GPU")
+    return rep
+
+
+# -- /proc/driver/nvidia/version -------------------------------------------------------------------------
+
+_NVRM = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+def parse_proc_driver_version(text: str) -> str:
+    """ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ..." (proprietary) or
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build ..." (open)."""
+    m = _NVRM.search(_clean(text))
+    if not m:
+        raise ParseError("no 'NVRM version: ... Kernel Module <version>' line")
+    return m.group(1)
+
+
+# -- knowledge --------------------------------------------------------------------------------
+
+_KNOWLEDGE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "nvidia_gpus.json"
+)
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> Dict[str, Any]:
+    with open(_KNOWLEDGE, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    assert isinstance(doc, dict)
+    return doc
+
+
+@lru_cache(maxsize=1)
+def _name_rows() -> List[Tuple[Pattern[str], Dict[str, Any]]]:
+    return [(re.compile(row["pattern"], re.I), row) for row in knowledge()["compute_capability_by_name"]]
+
+
+def lookup_name(name: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The first row of the name table matching an NVIDIA product name."""
+    if not name:
+        return None
+    clean = " ".join(name.replace("_", " ").split())
+    for pattern, row in _name_rows():
+        if pattern.search(clean):
+            return row
+    return None
+
+
+def compute_capability_for(name: Optional[str]) -> Optional[str]:
+    row = lookup_name(name)
+    return str(row["compute_capability"]) if row else None
+
+
+def integrated_for(name: Optional[str]) -> Optional[bool]:
+    """Tegra/Jetson/GB10 share system memory; every other NVIDIA GPU has its own."""
+    row = lookup_name(name)
+    if row is not None:
+        return bool(row.get("integrated", False))
+    if not name:
+        return None
+    return bool(re.search(r"\b(jetson|tegra)\b", name, re.I))
+
+
+def architecture_for(cc: Optional[str]) -> Optional[str]:
+    if not cc:
+        return None
+    for row in knowledge()["architecture_by_compute_capability"]:
+        if row["compute_capability"] == cc:
+            return str(row["architecture"])
+    return None
+
+
+def _vtuple(version: Optional[str]) -> Optional[Tuple[int, ...]]:
+    if not version:
+        return None
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)", version)
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def cuda_for_driver(driver: Optional[str], system: Optional[str] = None) -> Optional[str]:
+    """The CUDA version a driver supports (what nvidia-smi's "CUDA Version" says): the newest
+    toolkit whose bundled driver is not newer than `driver`. None below the table, and None where
+    the answer is unknowable (a Windows driver newer than the last toolkit that published one)."""
+    have = _vtuple(driver)
+    if have is None:
+        return None
+    column = "windows" if system == "Windows" else "linux"
+    rows = knowledge()["cuda_toolkit_min_driver"]
+    best: Optional[str] = None
+    for i, row in enumerate(rows):
+        need = _vtuple(row.get(column))
+        if need is None:
+            if best is not None and best == str(rows[i - 1]["cuda"]):
+                return None
+            continue
+        if have >= need:
+            best = str(row["cuda"])
+    return best
+
+
+# -- the probe --------------------------------------------------------------------------------
+
+_PARSERS = (
+    ("nvidia-smi-q-x.xml", parse_smi_xml),
+    ("nvidia-smi-q.txt", parse_smi_q),
+    ("nvidia-smi-query.csv", parse_smi_query_csv),
+    ("nvidia-smi.txt", parse_smi_table),
+)
+
+
+def _combine(reports: List[Tuple[str, SmiReport]]) -> List[NvGpu]:
+    primary: Optional[List[NvGpu]] = None
+    for _source, rep in reports:
+        if not rep.gpus:
+            continue
+        if primary is None:
+            primary = list(rep.gpus)
+            continue
+        aligned = len(rep.gpus) == len(primary)
+        for pos, g in enumerate(rep.gpus):
+            match = next((i for i, p in enumerate(primary) if _identified_same(p, g)), None)
+            if match is None and aligned and not _conflicts(primary[pos], g):
+                match = pos
+            if match is not None:
+                primary[match] = _merge_gpu(primary[match], g)
+    return primary or []
+
+
+def _identified_same(a: NvGpu, b: NvGpu) -> bool:
+    if a.pci_bus_id and b.pci_bus_id:
+        return a.pci_bus_id == b.pci_bus_id
+    if a.uuid and b.uuid:
+        return a.uuid.lower() == b.uuid.lower()
+    return False
+
+
+def _conflicts(a: NvGpu, b: NvGpu) -> bool:
+    return bool(
+        (a.pci_bus_id and b.pci_bus_id and a.pci_bus_id != b.pci_bus_id)
+        or (a.uuid and b.uuid and a.uuid.lower() != b.uuid.lower())
+    )
+
+
+def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
+    cc = g.compute_capability
+    notes: List[str] = []
+    if cc is None and not g.name_truncated:
+        cc = compute_capability_for(g.name)
+    arch = g.architecture or architecture_for(cc)
+    if g.name_truncated:
+        notes.append("nvidia-smi's table truncated the name; capture `nvidia-smi -q -x` for the full one")
+    if g.mig_mode == "Enabled":
+        notes.append(f"MIG enabled with {g.mig_devices} instance(s); each is a slice of this GPU")
+    return GpuFacts(
+        vendor="nvidia",
+        name=g.name,
+        driver_version=driver,
+        compute_capability=cc,
+        memory_bytes=g.memory_mib * MIB if g.memory_mib is not None else None,
+        integrated=integrated_for(g.name) if not g.name_truncated else False,
+        apis=("cuda",),
+        architecture=arch,
+        pci_bus_id=g.pci_bus_id,
+        pci_vendor_id=g.pci_vendor_id or "0x10de",
+        pci_device_id=g.pci_device_id,
+        uuid=g.uuid,
+        serial=g.serial,
+        mig_mode=g.mig_mode,
+        mig_devices=g.mig_devices,
+        sources=(SOURCE,),
+        notes=tuple(notes),
+    )
+
+
+def probe(host: Host) -> Contribution:
+    out = Contribution()
+    live = host.kind == "live"
+    system = host.info().get("system")
+    reports: List[Tuple[str, SmiReport]] = []
+    errors: List[str] = []
+    smi_stop = False  # live: nvidia-smi is missing or hangs; asking again costs the same
+    smi_failed = False
+    timed_out = False
+    for name, parser in _PARSERS:
+        if smi_stop:
+            break
+        if live and reports and name in ("nvidia-smi-q.txt", "nvidia-smi.txt"):
+            continue  # XML (plus the CSV for compute_cap) already said everything
+        if live and smi_failed and name != "nvidia-smi.txt":
+            continue  # after a failure only the plain table (the most tolerant output) is tried
+        cap = host.get(name)
+        if not cap.ok:
+            if cap.status == "absent" and live and "not found" in (cap.error or ""):
+                smi_stop = True  # one PATH lookup for all four nvidia-smi captures
+            elif cap.status in ("error", "timeout"):
+                errors.append(cap.error or f"{name}: {cap.status}")
+                timed_out = timed_out or cap.status == "timeout"
+                smi_stop = live and cap.status == "timeout"
+                smi_failed = True
+            continue
+        try:
+            reports.append((name, parser(cap.text())))
+        except ParseError as exc:
+            errors.append(f"{name}: {exc}")
+    kernel_driver: Optional[str] = None
+    cap = host.get("proc-driver-nvidia-version.txt")
+    if cap.ok:
+        try:
+            kernel_driver = parse_proc_driver_version(cap.text())
+        except ParseError as exc:
+            errors.append(f"proc-driver-nvidia-version.txt: {exc}")
+    if not reports and kernel_driver is None:
+        out.status = "timeout" if timed_out else ("error" if errors else "absent")
+        out.error = "; ".join(errors) or "no nvidia-smi output and no /proc/driver/nvidia/version"
+        return out
+    driver = next((r.driver_version for _, r in reports if r.driver_version), None) or kernel_driver
+    gpus = _combine(reports)
+    windows = system == "Windows" or any(g.driver_model in ("WDDM", "TCC", "MCDM") for g in gpus)
+    cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
+    if cuda is None:
+        cuda = cuda_for_driver(driver, "Windows" if windows else system)
+    out.gpus = [to_gpu_facts(g, driver) for g in gpus]
+    if driver or cuda:
+        out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
+    for _, rep in reports:
+        out.warnings.extend(rep.notes)
+    if kernel_driver and driver and kernel_driver != driver:
+        out.warnings.append(
+            f"the NVIDIA kernel module is {kernel_driver} but nvidia-smi reports driver "
+            f"{driver}: a driver update is pending a reboot (or a container mismatch)"
+        )
+    if not gpus and kernel_driver and not reports:
+        out.warnings.append("the NVIDIA kernel module is loaded but no nvidia-smi output was captured")
+    if errors:
+        out.warnings.extend(errors)
+    return out
+
+
+__all__ = [
+    "NvGpu",
+    "SmiReport",
+    "architecture_for",
+    "compute_capability_for",
+    "cuda_for_driver",
+    "integrated_for",
+    "parse_proc_driver_version",
+    "parse_smi_q",
+    "parse_smi_query_csv",
+    "parse_smi_table",
+    "parse_smi_xml",
+    "probe",
+]

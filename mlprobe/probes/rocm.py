@@ -1,0 +1,751 @@
+"""AMD ROCm: `rocminfo`, `rocm-smi`, /opt/rocm/.info/version, the KFD topology, HSA_OVERRIDE_GFX_VERSION.
+
+Two gfx targets per GPU, on purpose:
+
+- `gfx_target` is the hardware's own target. The kernel's KFD topology reports it
+  (`gfx_target_version`, never overridden); otherwise the PCI device id (rocminfo's `Chip ID`)
+  is looked up in knowledge/amd_gfx.json; otherwise it falls back to the runtime target.
+- `runtime_gfx_target` is what the ROCm runtime reports (rocminfo's agent `Name:`). It differs
+  from the hardware's when HSA_OVERRIDE_GFX_VERSION is in effect, e.g. an RX 6700 XT (gfx1031)
+  running as gfx1030. That is worth a sentence to the user, so it becomes a note and a warning.
+
+Only `Device Type: GPU` agents are GPUs: CPU agents and NPU/DSP agents (`aie2`) are not.
+For an APU, memory_bytes is the GPU agent's coarse-grained pool: memory the runtime can allocate,
+carved out of (or shared with) system memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..errors import ParseError
+from ..facts import Contribution, GpuFacts
+from ..host import Host
+
+_KNOWLEDGE = Path(__file__).resolve().parent.parent / "knowledge"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
+
+
+def clean_lines(text: str) -> List[str]:
+    """Lines without ANSI colour codes or carriage returns (terminal pastes carry both)."""
+    return [_ANSI.sub("", line).replace("\r", "") for line in text.split("\n")]
+
+
+# -- gfx targets -------------------------------------------------------------------------------
+
+
+def gfx_from_version(value: Optional[str]) -> Optional[str]:
+    """'10.3.0' (HSA_OVERRIDE_GFX_VERSION) or '100301' (KFD gfx_target_version) -> 'gfx1031'.
+
+    Minor and stepping are printed in hex, as rocm_agent_enumerator does: 9.0.10 / 90010 -> gfx90a.
+    Anything else (empty, zero, malformed) -> None.
+    """
+    if value is None:
+        return None
+    s = value.strip().lower()
+    if _GFX.match(s):
+        return s
+    m = re.fullmatch(r"(\d{1,2})\.(\d{1,3})\.(\d{1,3})", s)
+    if m:
+        major, minor, stepping = (int(g) for g in m.groups())
+    elif re.fullmatch(r"\d{5,6}", s):
+        n = int(s)
+        major, minor, stepping = n // 10000, (n // 100) % 100, n % 100
+    else:
+        return None
+    if not 1 <= major <= 63 or minor > 255 or stepping > 255:
+        return None
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def _norm_smi_gfx(value: str) -> Optional[str]:
+    """rocm-smi's `GFX Version`: 'gfx1100', or older releases' 'gfx11000' / 'gfx11003' (= 11.0.3)."""
+    s = value.strip().lower()
+    m = re.fullmatch(r"gfx(\d{2})(\d)(\d{2})", s)
+    if m:
+        return f"gfx{int(m.group(1))}{int(m.group(2)):x}{int(m.group(3)):x}"
+    return s if _GFX.match(s) else None
+
+
+def _isa_target(isa: str) -> Optional[str]:
+    """'amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-' -> 'gfx942'; generic ISAs -> None."""
+    m = re.search(r"(gfx[0-9a-z-]+)", isa.lower())
+    if not m or "generic" in m.group(1):
+        return None
+    t = m.group(1).split(":")[0]
+    return t if _GFX.match(t) else None
+
+
+# -- knowledge tables --------------------------------------------------------------------------
+
+
+def _load(name: str) -> Dict[str, Any]:
+    try:
+        doc = json.loads((_KNOWLEDGE / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # a missing or half-written table costs the lookups, not the scan
+    return doc if isinstance(doc, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def _gfx_rows() -> Dict[str, Dict[str, Any]]:
+    rows = _load("amd_gfx.json").get("rows", [])
+    out: Dict[str, Dict[str, Any]] = {}
+    for r in rows if isinstance(rows, list) else []:
+        if isinstance(r, dict) and isinstance(r.get("pci_device_id"), str):
+            out.setdefault(r["pci_device_id"].lower(), r)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _arch_rows() -> Dict[str, str]:
+    rows = _load("amd_arch.json").get("rows", [])
+    return {r["gfx_target"]: r["architecture"] for r in rows if isinstance(r, dict)
+            and isinstance(r.get("gfx_target"), str) and isinstance(r.get("architecture"), str)}
+
+
+def amd_device(device_id: Optional[str], revision: Optional[str] = None) -> Tuple[Optional[str], Optional[bool]]:
+    """PCI device id ('0x73df') [+ PCI revision ('0xc1')] -> (native gfx target, integrated) from amd_gfx.json."""
+    if not device_id:
+        return None, None
+    row = _gfx_rows().get(device_id.lower())
+    if row is None:
+        return None, None
+    gfx = row.get("gfx_target")
+    exceptions = row.get("revision_exceptions")
+    if revision and isinstance(exceptions, dict):
+        gfx = exceptions.get(revision.lower(), gfx)
+    integrated = row.get("integrated", row.get("apu"))
+    return (gfx if isinstance(gfx, str) else None), (integrated if isinstance(integrated, bool) else None)
+
+
+def architecture_of(gfx: Optional[str]) -> Optional[str]:
+    """'gfx1031' -> 'RDNA2' (knowledge/amd_arch.json); unknown targets -> None."""
+    return _arch_rows().get(gfx) if gfx else None
+
+
+def bus_id_from_bdfid(bdfid: Optional[int], domain: int = 0) -> Optional[str]:
+    """rocminfo's BDFID / KFD's location_id (bus << 8 | device << 3 | function) -> '0000:03:00.0'.
+    0 means "not reported" for a GPU (a GPU is never the host bridge at 00:00.0)."""
+    if not bdfid or bdfid < 0 or bdfid > 0xFFFF or domain < 0 or domain > 0xFFFF:
+        return None
+    return f"{domain:04x}:{(bdfid >> 8) & 0xFF:02x}:{(bdfid >> 3) & 0x1F:02x}.{bdfid & 0x7}"
+
+
+# -- rocminfo ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AmdAgent:
+    """One HSA agent as rocminfo prints it."""
+
+    number: int
+    name: Optional[str] = None  # "gfx1030" for a GPU, the CPU's name for a CPU, "aie2" for an NPU
+    uuid: Optional[str] = None  # "GPU-8d1457e2c20f59d2"; None for "GPU-XX" / empty
+    marketing_name: Optional[str] = None
+    vendor_name: Optional[str] = None
+    device_type: Optional[str] = None  # "GPU", "CPU", "DSP", ...
+    node: Optional[int] = None  # the KFD node number
+    chip_id: Optional[int] = None  # the PCI device id
+    bdfid: Optional[int] = None
+    compute_units: Optional[int] = None
+    memory_properties: Optional[Tuple[str, ...]] = None  # None: no such line (old rocminfo)
+    features: Tuple[str, ...] = ()
+    coarse_pool_kb: Optional[int] = None  # first GLOBAL coarse-grained pool
+    isas: Tuple[str, ...] = ()
+
+    @property
+    def is_gpu(self) -> bool:
+        if self.device_type is not None:
+            return self.device_type.upper() == "GPU"
+        return bool(self.name and _GFX.match(self.name))  # the Device Type line was lost
+
+    @property
+    def runtime_target(self) -> Optional[str]:
+        if self.name and _GFX.match(self.name.lower()):
+            return self.name.lower()
+        for isa in self.isas:
+            t = _isa_target(isa)
+            if t:
+                return t
+        return None
+
+
+@dataclass(frozen=True)
+class RocmInfo:
+    agents: Tuple[AmdAgent, ...] = ()
+    runtime_version: Optional[str] = None  # HSA runtime, "1.14"
+    rock_module_version: Optional[str] = None  # "ROCk module version 6.8.5 is loaded"
+    wsl: bool = False
+    errors: Tuple[str, ...] = ()
+
+    @property
+    def gpus(self) -> Tuple[AmdAgent, ...]:
+        return tuple(a for a in self.agents if a.is_gpu)
+
+
+_KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:\s?(.*)$")
+_INT = re.compile(r"^\s*(\d+)")
+_ROCMINFO_ERRORS = re.compile(
+    r"(Unable to open /dev/kfd.*|Failed to get user name.*|hsa api call failure.*|"
+    r"HSA_STATUS_ERROR\w*.*|ROCk module is NOT loaded.*)", re.IGNORECASE)
+
+
+def _int(v: str) -> Optional[int]:
+    m = _INT.match(v)
+    return int(m.group(1)) if m else None
+
+
+def parse_rocminfo(text: str) -> RocmInfo:
+    """`rocminfo` (any ROCm from 1.x to 7.x, WSL flavour included) -> agents and header facts."""
+    lines = clean_lines(text)
+    joined = "\n".join(lines)
+    if not re.search(r"HSA (System Attributes|Agents)|ROCk module|^\s*Agent \d+\s*$|/dev/kfd|hsa api call",
+                     joined, re.MULTILINE | re.IGNORECASE):
+        raise ParseError("not rocminfo output (no HSA agents, no ROCk module line)")
+    header: Dict[str, str] = {}
+    agents: Dict[int, Dict[str, Any]] = {}
+    order: List[int] = []
+    cur: Optional[Dict[str, Any]] = None
+    section = "agent"
+    errors: List[str] = []
+    rock = None
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        em = _ROCMINFO_ERRORS.search(s)
+        if em:
+            errors.append(em.group(1).strip())
+        m = re.match(r"ROCk module(?: version (\S+))? is loaded", s)
+        if m:
+            rock = rock or m.group(1)
+            continue
+        m = re.fullmatch(r"Agent\s+(\d+)", s)
+        if m:
+            n = int(m.group(1))
+            if n not in agents:  # a repeated "Agent N" line continues that agent
+                agents[n] = {"number": n, "pools": [], "isas": []}
+                order.append(n)
+            cur = agents[n]
+            section = "agent"
+            continue
+        if s.startswith("*** Done"):
+            cur = None
+            continue
+        if cur is None:
+            kv = _KV.match(line)
+            if kv:
+                header.setdefault(kv.group(1).strip(), kv.group(2).strip())
+            continue
+        if re.fullmatch(r"Pool Info:?", s):
+            section = "pool"
+            continue
+        if re.fullmatch(r"ISA Info:?", s):
+            section = "isa"
+            continue
+        if re.fullmatch(r"Cache Info:?", s):
+            continue
+        kv = _KV.match(line)
+        if not kv:
+            continue
+        key, value = kv.group(1).strip(), kv.group(2).strip()
+        if key == "Name":
+            if section == "isa" or value.lower().startswith("amdgcn-"):
+                cur["isas"].append(value)
+            else:
+                cur.setdefault("name", value)
+        elif key == "Segment":
+            cur["pools"].append({"segment": value.upper()})
+            section = "pool"
+        elif key == "Size" and section == "pool" and cur["pools"] and "kb" not in cur["pools"][-1]:
+            if re.search(r"\bKB\b", value, re.IGNORECASE):
+                cur["pools"][-1]["kb"] = _int(value)
+        else:
+            cur.setdefault(key, value)
+    built = tuple(_agent(agents[n]) for n in order)
+    wsl = bool(re.search(r"^\s*WSL environment detected", joined, re.MULTILINE))
+    return RocmInfo(
+        agents=built,
+        runtime_version=_version_only(header.get("Runtime Version")),
+        rock_module_version=rock,
+        wsl=wsl,
+        errors=tuple(dict.fromkeys(errors)),
+    )
+
+
+def _version_only(v: Optional[str]) -> Optional[str]:
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)", v or "")
+    return m.group(1) if m else None
+
+
+def _agent(d: Dict[str, Any]) -> AmdAgent:
+    uuid = d.get("Uuid") or None
+    if uuid and (uuid.upper().endswith("-XX") or not re.fullmatch(r"[A-Za-z]+-[0-9a-fA-F]{4,}", uuid)):
+        uuid = None
+    chip = d.get("Chip ID")
+    chip_id = None
+    if chip:
+        m = re.search(r"\(0x([0-9a-fA-F]+)\)", chip)
+        chip_id = int(m.group(1), 16) if m else _int(chip)
+    coarse = None
+    for p in d["pools"]:
+        seg = p.get("segment", "")
+        if "GLOBAL" in seg and "COARSE" in seg and "KERNARG" not in seg and p.get("kb"):
+            coarse = p["kb"]
+            break
+    mem_props: Optional[Tuple[str, ...]] = None
+    if "Memory Properties" in d:
+        mem_props = tuple(x for x in re.split(r"[\s,]+", d["Memory Properties"]) if x)
+    features = tuple(x for x in re.split(r"[\s,]+", d.get("Features", d.get("Feature", ""))) if x)
+    dtype = d.get("Device Type")
+    return AmdAgent(
+        number=d["number"],
+        name=d.get("name") or None,
+        uuid=uuid,
+        marketing_name=d.get("Marketing Name") or None,
+        vendor_name=d.get("Vendor Name") or None,
+        device_type=dtype.split()[0].upper() if dtype else None,
+        node=_int(d.get("Node", "")),
+        chip_id=chip_id or None,
+        bdfid=_int(d.get("BDFID", "")),
+        compute_units=_int(d.get("Compute Unit", "")),
+        memory_properties=mem_props,
+        features=features,
+        coarse_pool_kb=coarse,
+        isas=tuple(d["isas"]),
+    )
+
+
+# -- KFD topology ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KfdNode:
+    node: int
+    props: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.props.get("simd_count", 0) > 0 or self.props.get("gfx_target_version", 0) > 0
+
+    @property
+    def gfx_target(self) -> Optional[str]:
+        v = self.props.get("gfx_target_version")
+        return gfx_from_version(str(v)) if v else None
+
+    @property
+    def compute_units(self) -> Optional[int]:
+        simd, per_cu = self.props.get("simd_count"), self.props.get("simd_per_cu")
+        return simd // per_cu if simd and per_cu else None
+
+    @property
+    def pci_bus_id(self) -> Optional[str]:
+        return bus_id_from_bdfid(self.props.get("location_id"), self.props.get("domain", 0))
+
+    @property
+    def uuid(self) -> Optional[str]:
+        u = self.props.get("unique_id")
+        return f"GPU-{u:016x}" if u and u < 1 << 64 else None
+
+
+def parse_kfd_topology(text: str) -> List[KfdNode]:
+    """kfd-topology.txt: each node's `properties` file, preceded by `# node N`."""
+    nodes: Dict[int, Dict[str, int]] = {}
+    order: List[int] = []
+    cur: Optional[Dict[str, int]] = None
+    seen = False
+    for line in clean_lines(text):
+        s = line.strip()
+        m = re.fullmatch(r"#\s*node\s+(\d+)", s)
+        if m:
+            n = int(m.group(1))
+            if n not in nodes:
+                nodes[n] = {}
+                order.append(n)
+            cur = nodes[n]
+            continue
+        m = re.fullmatch(r"([a-z][a-z0-9_]*)\s+(\d{1,20})", s)
+        if not m:
+            continue
+        seen = True
+        if cur is None:
+            nodes[0] = {}
+            order.append(0)
+            cur = nodes[0]
+        cur.setdefault(m.group(1), int(m.group(2)))
+    if not seen:
+        raise ParseError("no KFD node properties (`name value` lines) found")
+    return [KfdNode(n, nodes[n]) for n in order]
+
+
+# -- rocm-smi ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SmiCard:
+    index: int
+    name: Optional[str] = None  # "Card Series" / the concise table's name row
+    device_id: Optional[str] = None  # "0x74a1"
+    revision: Optional[str] = None
+    node: Optional[int] = None
+    gfx_target: Optional[str] = None
+    unique_id: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+
+
+_SMI_IDENTITY = ("card series", "card model", "card vendor", "card sku", "device id", "gfx version", "pci bus",
+                 "unique id", "node id", "device rev")
+
+
+def parse_rocm_smi(text: str) -> List[SmiCard]:
+    """`rocm-smi --showproductname` / `rocm-smi -a` (`GPU[0] : Key: value`) or plain `rocm-smi`."""
+    from ..vendors import hex_id, normalise_bus_id
+
+    lines = clean_lines(text)
+    cards: Dict[int, Dict[str, str]] = {}
+    order: List[int] = []
+    recognised = False
+    for line in lines:
+        m = re.match(r"^\s*GPU\[(\d+)\]\s*:\s*(.*?)\s*$", line)
+        if not m:
+            continue
+        recognised = True
+        idx, rest = int(m.group(1)), m.group(2)
+        kv = re.match(r"^([A-Za-z][A-Za-z0-9 ()/_.-]*?)\s*:\s*(.*)$", rest)
+        if idx not in cards:
+            cards[idx] = {}
+            order.append(idx)
+        if kv:
+            cards[idx].setdefault(kv.group(1).strip().lower(), kv.group(2).strip())
+    table_rows = _smi_concise(lines)
+    if table_rows:
+        recognised = True
+        for idx, did, name in table_rows:
+            if idx not in cards:
+                cards[idx] = {}
+                order.append(idx)
+            if did:
+                cards[idx].setdefault("card model", did)
+            if name:
+                cards[idx].setdefault("card series", name)
+    if not recognised:
+        if re.search(r"ROCm System Management Interface|ROCm SMI|rocm-smi|amdgpu", text, re.IGNORECASE):
+            return []  # rocm-smi ran but listed no GPU (e.g. "Driver not initialized")
+        raise ParseError("not rocm-smi output (no GPU[n] lines, no device table)")
+    out = []
+    for idx in order:
+        c = cards[idx]
+        if sum(1 for k in _SMI_IDENTITY if c.get(k)) < 2:
+            continue  # a lone line (e.g. a temperature reading) names no card
+        series = c.get("card series") or None
+        if series and re.fullmatch(r"0x[0-9a-fA-F]{4}", series):
+            series = None  # unknown to rocm-smi's name table: it prints the id again
+        gfx = _norm_smi_gfx(c["gfx version"]) if c.get("gfx version") else None
+        out.append(SmiCard(
+            index=idx,
+            name=series,
+            device_id=hex_id(c.get("card model") or c.get("device id")),
+            revision=_revision(c.get("device rev")),
+            node=_int(c.get("node id", "")),
+            gfx_target=gfx,
+            unique_id=c.get("unique id") or None,
+            pci_bus_id=normalise_bus_id(c.get("pci bus")),
+        ))
+    return out
+
+
+def _revision(v: Optional[str]) -> Optional[str]:
+    m = re.fullmatch(r"\s*0x([0-9a-fA-F]{1,2})\s*", v or "")
+    return f"0x{int(m.group(1), 16):02x}" if m else None
+
+
+def _smi_concise(lines: List[str]) -> List[Tuple[int, Optional[str], Optional[str]]]:
+    """Rows of the plain `rocm-smi` table. ROCm 6.x: `0  1  0x744c, 21373  ...`; the MI300 layout:
+    `0  [0x74a1 : 0x00]  ...` with the name ("Name (20 chars)") on the next line."""
+    if not any(re.match(r"^\s*(Device|GPU)\b.*\b(Temp|SCLK|Power)", ln) for ln in lines):
+        return []
+    names_on_next_line = any("Name (20 chars)" in ln for ln in lines)
+    rows: List[Tuple[int, Optional[str], Optional[str]]] = []
+    seen: set[int] = set()
+    for i, ln in enumerate(lines):
+        m = re.match(r"^(\d{1,3})\s{2,}(.*)$", ln)
+        # a device row has many columns and readings (%, W, Mhz, ids); a name row has none
+        if not m or len(ln.split()) < 6 or not re.search(r"%|\dW\b|Mhz|0x[0-9a-fA-F]{4}", m.group(2)):
+            continue
+        idx = int(m.group(1))
+        if idx in seen:
+            continue
+        seen.add(idx)
+        dm = re.search(r"0x([0-9a-fA-F]{4})\b", m.group(2))
+        name = None
+        if names_on_next_line and i + 1 < len(lines):
+            nxt = lines[i + 1]
+            if re.match(r"^\s{4,}\S", nxt) and not re.match(r"^\s*\d", nxt) and "=" not in nxt:
+                name = nxt.strip() or None
+        rows.append((idx, f"0x{dm.group(1).lower()}" if dm else None, name))
+    return rows
+
+
+def parse_rocm_version(text: str) -> str:
+    """/opt/rocm/.info/version: '6.2.4-120' -> '6.2.4'."""
+    for line in clean_lines(text):
+        m = re.match(r"^\s*(\d+\.\d+(?:\.\d+)?)", line)
+        if m:
+            return m.group(1)
+    raise ParseError("no version number in /opt/rocm/.info/version")
+
+
+# -- building facts ----------------------------------------------------------------------------
+
+
+def override_sentence(name: Optional[str], hw: str, runtime: str) -> str:
+    """The same words scan.hardware_warnings uses, so the two collapse into one warning."""
+    return (f"{name or 'AMD GPU'} is {hw} but the ROCm runtime reports {runtime}: "
+            f"HSA_OVERRIDE_GFX_VERSION is in effect (unofficial)")
+
+
+def _note(hw: str, runtime: str, env: Optional[str]) -> str:
+    if env:
+        how = f"HSA_OVERRIDE_GFX_VERSION={env} makes ROCm run this {hw} as {runtime}"
+    else:
+        how = (f"ROCm runs this {hw} as {runtime}, which is what HSA_OVERRIDE_GFX_VERSION does "
+               f"(the environment was not captured)")
+    return f"{how}; unofficial: kernels built for {runtime} may fail or compute wrong results on {hw}"
+
+
+def _integrated(table: Optional[bool], mem_props: Optional[Tuple[str, ...]]) -> Optional[bool]:
+    if mem_props is not None and "APU" in (p.upper() for p in mem_props):
+        return True
+    if table is not None:
+        return table
+    if mem_props is not None:
+        return False  # rocminfo printed the line and it does not say APU
+    return None
+
+
+def gpus_from_rocminfo(info: RocmInfo, kfd: List[KfdNode], env: Optional[str] = None) -> List[GpuFacts]:
+    """rocminfo's GPU agents, completed from the KFD node of the same number (domain, hardware target)."""
+    kfd_by_node = {n.node: n for n in kfd if n.is_gpu}
+    kfd_by_loc = {n.props.get("location_id"): n for n in kfd if n.is_gpu and n.props.get("location_id")}
+    out = []
+    for a in info.gpus:
+        node = kfd_by_node.get(a.node) if a.node is not None else None
+        if node is None and a.bdfid:
+            node = kfd_by_loc.get(a.bdfid)
+        device_id = f"0x{a.chip_id:04x}" if a.chip_id and a.chip_id <= 0xFFFF else None
+        if device_id is None and node is not None and node.props.get("device_id"):
+            device_id = f"0x{node.props['device_id']:04x}" if node.props["device_id"] <= 0xFFFF else None
+        table_gfx, table_integrated = amd_device(device_id)
+        runtime = a.runtime_target
+        hw = (node.gfx_target if node else None) or table_gfx or runtime
+        domain = node.props.get("domain", 0) if node else 0
+        bus = bus_id_from_bdfid(a.bdfid, domain) or (node.pci_bus_id if node else None)
+        notes: Tuple[str, ...] = ()
+        if hw and runtime and hw != runtime:
+            notes = (_note(hw, runtime, env),)
+        mem = a.coarse_pool_kb * 1024 if a.coarse_pool_kb else None
+        out.append(GpuFacts(
+            vendor="amd",
+            name=a.marketing_name or (runtime and f"AMD {runtime}"),
+            gfx_target=hw,
+            runtime_gfx_target=runtime,
+            memory_bytes=mem,
+            integrated=_integrated(table_integrated, a.memory_properties),
+            apis=("rocm",),
+            architecture=architecture_of(hw),
+            pci_bus_id=bus,
+            pci_vendor_id="0x1002",
+            pci_device_id=device_id,
+            chip_id=device_id,
+            uuid=a.uuid or (node.uuid if node else None),
+            compute_units=a.compute_units or (node.compute_units if node else None),
+            sources=("rocm",),
+            notes=notes,
+        ))
+    return out
+
+
+def gpus_from_kfd(kfd: List[KfdNode], env: Optional[str], rocm_installed: bool) -> List[GpuFacts]:
+    """No rocminfo (often not on PATH: it lives in /opt/rocm/bin): the kernel's view of each GPU.
+    The runtime would apply HSA_OVERRIDE_GFX_VERSION to every GPU, so that is its target."""
+    out = []
+    for n in kfd:
+        if not n.is_gpu:
+            continue
+        did = n.props.get("device_id")
+        device_id = f"0x{did:04x}" if did and did <= 0xFFFF else None
+        table_gfx, table_integrated = amd_device(device_id)
+        hw = n.gfx_target or table_gfx
+        runtime = gfx_from_version(env) or hw
+        notes: Tuple[str, ...] = ()
+        if hw and runtime and hw != runtime:
+            notes = (_note(hw, runtime, env),)
+        out.append(GpuFacts(
+            vendor="amd", gfx_target=hw, runtime_gfx_target=runtime, integrated=table_integrated,
+            apis=("rocm",) if rocm_installed else (), architecture=architecture_of(hw),
+            pci_bus_id=n.pci_bus_id, pci_vendor_id="0x1002", pci_device_id=device_id, chip_id=device_id,
+            uuid=n.uuid, compute_units=n.compute_units, sources=("rocm",), notes=notes,
+        ))
+    return out
+
+
+def gpus_from_smi(cards: List[SmiCard], env: Optional[str], rocm_installed: bool) -> List[GpuFacts]:
+    """rocm-smi alone. Its GFX Version is read from the KFD, so it is the hardware's target."""
+    out = []
+    for c in cards:
+        table_gfx, table_integrated = amd_device(c.device_id, c.revision)
+        hw = table_gfx or c.gfx_target
+        runtime = gfx_from_version(env) or hw
+        notes: Tuple[str, ...] = ()
+        if hw and runtime and hw != runtime:
+            notes = (_note(hw, runtime, env),)
+        uuid = None
+        if c.unique_id and re.fullmatch(r"0x[0-9a-fA-F]{1,16}", c.unique_id):
+            uuid = f"GPU-{int(c.unique_id, 16):016x}"
+        out.append(GpuFacts(
+            vendor="amd", name=c.name, gfx_target=hw, runtime_gfx_target=runtime, integrated=table_integrated,
+            apis=("rocm",) if rocm_installed else (), architecture=architecture_of(hw), pci_bus_id=c.pci_bus_id,
+            pci_vendor_id="0x1002", pci_device_id=c.device_id, chip_id=c.device_id, uuid=uuid,
+            sources=("rocm",), notes=notes,
+        ))
+    return out
+
+
+def _fill_from_smi(gpus: List[GpuFacts], cards: List[SmiCard]) -> List[GpuFacts]:
+    """rocm-smi beside rocminfo: fill what rocminfo left empty (a name, a bus id), pairing by
+    bus id, else in order among GPUs of the same device id."""
+    from dataclasses import replace
+
+    used: set[int] = set()
+    out = []
+    for g in gpus:
+        match = None
+        for i, c in enumerate(cards):
+            if i in used:
+                continue
+            if g.pci_bus_id and c.pci_bus_id:
+                if g.pci_bus_id == c.pci_bus_id:
+                    match = i
+                    break
+                continue
+            if c.device_id and c.device_id == g.pci_device_id:
+                match = i
+                break
+        if match is None:
+            out.append(g)
+            continue
+        used.add(match)
+        c = cards[match]
+        out.append(replace(g, name=g.name or c.name, pci_bus_id=g.pci_bus_id or c.pci_bus_id))
+    return out
+
+
+def probe(host: Host) -> Contribution:
+    out = Contribution()
+    errors: List[str] = []
+    info: Optional[RocmInfo] = None
+    kfd: List[KfdNode] = []
+    cards: List[SmiCard] = []
+    version: Optional[str] = None
+    seen_any = False
+
+    def read(name: str) -> Optional[str]:
+        nonlocal seen_any
+        cap = host.get(name)
+        if cap.ok:
+            seen_any = True
+            return cap.text()
+        if cap.status in ("error", "timeout"):
+            errors.append(cap.error or f"{name}: {cap.status}")
+        return None
+
+    text = read("rocminfo.txt")
+    if text is not None:
+        try:
+            info = parse_rocminfo(text)
+        except ParseError as exc:
+            errors.append(f"rocminfo.txt: {exc}")
+    for name, parser in (("kfd-topology.txt", parse_kfd_topology), ("rocm-smi.txt", parse_rocm_smi)):
+        text = read(name)
+        if text is None:
+            continue
+        try:
+            result = parser(text)
+        except ParseError as exc:
+            out.warnings.append(f"{name}: {exc}")
+            continue
+        if name == "kfd-topology.txt":
+            kfd = result  # type: ignore[assignment]
+        else:
+            cards = result  # type: ignore[assignment]
+    text = read("rocm-version.txt")
+    if text is not None:
+        try:
+            version = parse_rocm_version(text)
+        except ParseError as exc:
+            out.warnings.append(f"rocm-version.txt: {exc}")
+
+    env = host.env("HSA_OVERRIDE_GFX_VERSION")
+    env_gfx = gfx_from_version(env) if env else None
+    if env and env_gfx is None:
+        out.warnings.append(f"HSA_OVERRIDE_GFX_VERSION={env!r} is not a version like 10.3.0; ROCm ignores it")
+
+    if info is not None and info.gpus:
+        gpus = _fill_from_smi(gpus_from_rocminfo(info, kfd, env), cards)
+    elif kfd and any(n.is_gpu for n in kfd):
+        gpus = gpus_from_kfd(kfd, env if env_gfx else None, rocm_installed=version is not None)
+    else:
+        gpus = gpus_from_smi(cards, env if env_gfx else None, rocm_installed=version is not None)
+    out.gpus = gpus
+
+    if not seen_any:
+        out.status = "error" if errors else "absent"
+        out.error = "; ".join(errors) or "no ROCm (no rocminfo, no KFD topology, no rocm-smi, no /opt/rocm)"
+        return out
+    if info is None and not kfd and not cards and version is None:
+        out.status = "error"
+        out.error = "; ".join(errors + out.warnings)
+        return out
+    if info is not None:
+        out.warnings.extend(f"rocminfo: {e}" for e in info.errors)
+
+    in_effect = any(g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target for g in gpus)
+    for g in gpus:
+        if g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target:
+            out.warnings.append(override_sentence(g.name, g.gfx_target, g.runtime_gfx_target))
+    out.runtimes["rocm"] = {
+        "version": version,
+        "hsa_override_gfx_version": env,
+        "override_in_effect": in_effect,
+        "hsa_runtime_version": info.runtime_version if info else None,
+        "rock_module_version": info.rock_module_version if info else None,
+        "wsl": info.wsl if info else None,
+        "gfx_targets": sorted({g.runtime_gfx_target for g in gpus if g.runtime_gfx_target}),
+    }
+    if errors:
+        out.warnings.extend(errors)
+    return out
+
+
+__all__ = [
+    "AmdAgent",
+    "KfdNode",
+    "RocmInfo",
+    "SmiCard",
+    "amd_device",
+    "architecture_of",
+    "bus_id_from_bdfid",
+    "gfx_from_version",
+    "parse_kfd_topology",
+    "parse_rocm_smi",
+    "parse_rocm_version",
+    "parse_rocminfo",
+    "probe",
+]

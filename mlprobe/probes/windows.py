@@ -1,0 +1,705 @@
+"""Windows display adapters: `dxdiag /t`, Win32_VideoController (PowerShell JSON, or the
+`wmic ... /format:list` / PowerShell list view), and WSL2's GPU paravirtualisation (/dev/dxg).
+
+What counts as a GPU: a PCI adapter (Device Key / PNPDeviceID `PCI\\VEN_...`) from a vendor that
+makes GPUs. Software and virtual adapters (Microsoft Basic Render Driver, Remote Display Adapter,
+Hyper-V video, virtual display drivers such as SuperDisplay) are not. dxdiag lists one Display
+Device per monitor output, so one GPU driving two monitors appears twice: entries are grouped by
+(PCI vendor, device, subsystem, revision, name, driver) and the number of physical cards of a group
+is the number of distinct PCI instances dxdiag's System Devices section lists for it (at least one).
+
+DirectML (`apis` "directml") - the rule, an inference from Microsoft's requirements ("DirectX 12
+capable hardware", Windows 10 1709 = build 16299 or later, per the tensorflow-directml-plugin and
+torch-directml READMEs quoted in compat-facts.md §5):
+- with dxdiag: the adapter's `DDI Version` is 12 or higher (or its `Feature Levels` list a 12_x
+  level), and the Windows build is >= 16299 (or unknown while dxdiag says "DirectX 12");
+- with Win32_VideoController only: a PCI GPU from NVIDIA, AMD, Intel or Qualcomm with its vendor's
+  driver installed, on a Windows build >= 16299 (or an unknown build).
+CUDA is not claimed from Win32_VideoController (nvidia-smi does that); from dxdiag it is claimed
+only when dxdiag's System Devices entry for that very PCI device lists the CUDA driver (nvcuda.dll),
+which the NVIDIA display driver installs.
+
+NVIDIA's own driver numbering comes from the Windows one: the last five digits of the third and
+fourth fields (31.0.15.5222 -> 552.22, 25.21.14.1701 -> 417.01); the Windows form stays in
+`driver_version_raw`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ..errors import ParseError
+from ..facts import Contribution, CpuFacts, GpuFacts, OsFacts
+from ..host import Host
+from ..vendors import hex_id, vendor_from_pci, vendor_from_text
+
+SOURCE = "windows"
+MIB = 1024 * 1024
+DIRECTML_MIN_BUILD = 16299  # Windows 10 1709
+WINDOWS_11_BUILD = 22000
+# Win32_VideoController.AdapterRAM is a uint32; Windows reports 0xFFF00000 (4 GiB - 1 MiB) for
+# anything larger (oshi/oshi#2521: an RTX 4090 reads 4293918720; Jinjinov/Hardware.Info#40).
+ADAPTER_RAM_CAP = 0xFFF00000
+GPU_VENDORS = ("nvidia", "amd", "intel", "qualcomm", "arm", "apple", "moorethreads")
+D3D12_VENDORS = ("nvidia", "amd", "intel", "qualcomm")
+_NOT_GPU_NAME = re.compile(
+    r"basic render|remote display|remote desktop|hyper-v|virtual (display|adapter)|"
+    r"mirror driver|indirect display|citrix|parsec|spacedesk|displaylink",
+    re.I,
+)
+_PCI_ID = re.compile(
+    r"PCI\\VEN_([0-9A-Fa-f]{4})&DEV_([0-9A-Fa-f]{4})(?:&SUBSYS_([0-9A-Fa-f]{8}))?"
+    r"(?:&REV_([0-9A-Fa-f]{2}))?(\\[^\s,]*)?"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@dataclass
+class Adapter:
+    """One display adapter as Windows reports it (one dxdiag Display Device or one WMI record)."""
+
+    name: Optional[str] = None
+    manufacturer: Optional[str] = None
+    pci_vendor_id: Optional[str] = None  # "0x10de"
+    pci_device_id: Optional[str] = None
+    subsys: Optional[str] = None
+    revision: Optional[str] = None  # "0xa1"
+    pci: Optional[bool] = False  # a PCI device; None when the capture does not say (no PNPDeviceID)
+    driver_version_raw: Optional[str] = None
+    dedicated_mib: Optional[int] = None
+    adapter_ram: Optional[int] = None  # WMI's uint32 value
+    ddi_version: Optional[int] = None
+    feature_levels: Tuple[str, ...] = ()
+    driver_model: Optional[str] = None  # "WDDM 2.7"
+    hybrid: Optional[str] = None  # dxdiag: Integrated / Discrete / Not Supported
+    vendor_driver: bool = True  # False for Microsoft Basic Display Adapter on a real GPU
+    cuda_driver: bool = False  # dxdiag lists nvcuda.dll for this device
+    count: int = 1  # physical cards with this identity
+    pnp: Optional[str] = None  # WMI's PNPDeviceID (one per adapter instance)
+
+
+@dataclass
+class DxDiag:
+    system: Dict[str, str] = field(default_factory=dict)
+    adapters: List[Adapter] = field(default_factory=list)
+    # "10de:2204" -> {"SUBSYS_...&REV_..\\instance": [driver file names]}
+    system_devices: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+
+
+def _clean(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _ANSI.sub("", text)
+
+
+def _na(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    v = value.strip()
+    return None if v.lower() in ("", "n/a", "unknown", "none", "not available", "null") else v
+
+
+# -- driver versions ---------------------------------------------------------------------------------
+
+
+def nvidia_driver_from_windows(raw: Optional[str]) -> Optional[str]:
+    """Windows driver version of an NVIDIA driver -> NVIDIA's numbering (31.0.15.5222 -> 552.22)."""
+    if not raw:
+        return None
+    m = re.fullmatch(r"\s*\d+\.\d+\.(\d{1,3})\.(\d{1,4})\s*", raw)
+    if not m:
+        return None
+    digits = (m.group(1) + m.group(2).zfill(4))[-5:].zfill(5)
+    return f"{int(digits[:3])}.{digits[3:]}"
+
+
+def _driver_for(vendor: str, raw: Optional[str]) -> Optional[str]:
+    if vendor == "nvidia":
+        return nvidia_driver_from_windows(raw) or raw
+    return raw
+
+
+# -- dxdiag /t --------------------------------------------------------------------------------------------
+
+_KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ./()&'_-]{0,40}?):\s?(.*)$")
+
+
+def _sections(text: str) -> Dict[str, List[str]]:
+    """dxdiag's report: each section is a title line between two lines of dashes."""
+    lines = text.split("\n")
+    out: Dict[str, List[str]] = {}
+    current: Optional[List[str]] = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if (
+            re.fullmatch(r"-{4,}\s*", line)
+            and i + 2 < len(lines)
+            and re.fullmatch(r"-{4,}\s*", lines[i + 2])
+            and lines[i + 1].strip()
+        ):
+            title = lines[i + 1].strip()
+            current = out.setdefault(title, [])
+            i += 3
+            continue
+        if current is not None:
+            current.append(line)
+        i += 1
+    return out
+
+
+def _int_prefix(value: Optional[str]) -> Optional[int]:
+    if not value:
+        return None
+    m = re.match(r"^\s*(\d+)", value)
+    return int(m.group(1)) if m else None
+
+
+def _pci_parts(text: Optional[str]) -> Optional[Tuple[str, str, Optional[str], Optional[str], str]]:
+    """`PCI\\VEN_10DE&DEV_2204&SUBSYS_147D10DE&REV_A1\\4&...` -> (ven, dev, subsys, rev, instance)."""
+    if not text:
+        return None
+    m = _PCI_ID.search(text)
+    if not m:
+        return None
+    return (
+        m.group(1).lower(),
+        m.group(2).lower(),
+        (m.group(3) or "").lower() or None,
+        (m.group(4) or "").lower() or None,
+        (m.group(5) or "").lstrip("\\"),
+    )
+
+
+def _identity_key(ven: str, dev: str) -> str:
+    return f"{ven}:{dev}"
+
+
+def parse_dxdiag(text: str) -> DxDiag:
+    """`dxdiag /t`: System Information, Display Devices (one entry per output), System Devices."""
+    text = _clean(text)
+    secs = _sections(text)
+    if "System Information" not in secs and "Display Devices" not in secs:
+        raise ParseError("no 'System Information' or 'Display Devices' section: not dxdiag /t output")
+    out = DxDiag()
+    for line in secs.get("System Information", []):
+        m = _KV.match(line)
+        if m:
+            out.system.setdefault(m.group(1).strip(), m.group(2).strip())
+    entries: List[Dict[str, str]] = []
+    for line in secs.get("Display Devices", []):
+        m = _KV.match(line)
+        if not m:
+            continue
+        key, value = m.group(1).strip(), m.group(2).strip()
+        if key == "Card name":
+            entries.append({})
+        if entries:
+            entries[-1].setdefault(key, value)
+    _system_devices(secs.get("System Devices", []), out)
+    for e in entries:
+        out.adapters.append(_adapter_from_dxdiag(e, out))
+    out.adapters = _group(out.adapters)
+    return out
+
+
+def _system_devices(lines: List[str], out: DxDiag) -> None:
+    current: Optional[Tuple[str, str]] = None
+    for line in lines:
+        m = _KV.match(line)
+        if not m:
+            continue
+        key, value = m.group(1).strip(), m.group(2).strip()
+        if key == "Name":
+            current = None
+        elif key == "Device ID":
+            parts = _pci_parts(value)
+            current = None
+            if parts:
+                ident = _identity_key(parts[0], parts[1])
+                instance = f"{parts[2]}:{parts[3]}:{parts[4]}"
+                out.system_devices.setdefault(ident, {}).setdefault(instance, [])
+                current = (ident, instance)
+        elif key == "Driver" and current is not None:
+            path = value.split(",")[0].strip()
+            out.system_devices[current[0]][current[1]].append(path.replace("/", "\\").split("\\")[-1].lower())
+
+
+def _adapter_from_dxdiag(e: Dict[str, str], dx: DxDiag) -> Adapter:
+    key = e.get("Device Key", "")
+    parts = _pci_parts(key)
+    ven = hex_id(_na(e.get("Vendor ID")))
+    dev = hex_id(_na(e.get("Device ID")))
+    subsys = rev = None
+    if parts:
+        if (ven and ven != "0x" + parts[0]) or (dev and dev != "0x" + parts[1]):
+            parts = None  # the Device Key and the id lines disagree: a damaged entry, not a device
+        else:
+            ven, dev = "0x" + parts[0], "0x" + parts[1]
+            subsys, rev = parts[2], parts[3]
+    levels = tuple(x.strip() for x in (e.get("Feature Levels") or "").split(",") if x.strip())
+    ad = Adapter(
+        name=_na(e.get("Card name")) or _na(e.get("Chip type")),
+        manufacturer=_na(e.get("Manufacturer")),
+        pci_vendor_id=ven,
+        pci_device_id=dev,
+        subsys=subsys,
+        revision=("0x" + rev) if rev else None,
+        pci=parts is not None,
+        driver_version_raw=_na(e.get("Driver Version")),
+        dedicated_mib=_int_prefix(e.get("Dedicated Memory")),
+        ddi_version=_int_prefix(e.get("DDI Version")),
+        feature_levels=levels,
+        driver_model=_na(e.get("Driver Model")),
+        hybrid=_na(e.get("Hybrid Graphics GPU")),
+    )
+    if ad.name and re.search(r"basic display adapter", ad.name, re.I):
+        ad.vendor_driver = False
+    if parts:
+        instances = dx.system_devices.get(_identity_key(parts[0], parts[1]), {})
+        drivers = {d for files in instances.values() for d in files}
+        ad.cuda_driver = bool(drivers & {"nvcuda.dll", "nvcuda64.dll"})
+        ad.count = max(1, len(instances))
+    return ad
+
+
+def _group(adapters: List[Adapter]) -> List[Adapter]:
+    """One Display Device per monitor output -> one entry per PCI device (vendor:device); the
+    physical count comes from System Devices. Non-PCI adapters group by name."""
+    out: List[Adapter] = []
+    seen: Dict[Tuple[Any, ...], int] = {}
+    for a in adapters:
+        ident: Tuple[Any, ...] = (
+            ("pci", a.pci_vendor_id, a.pci_device_id)
+            if a.pci and a.pci_device_id
+            else ("other", a.name, a.pci)
+        )
+        if ident in seen:
+            kept = out[seen[ident]]
+            kept.count = max(kept.count, a.count)
+            kept.cuda_driver = kept.cuda_driver or a.cuda_driver
+            continue
+        seen[ident] = len(out)
+        out.append(a)
+    return out
+
+
+def windows_build(os_line: Optional[str]) -> Optional[int]:
+    """ "Windows 11 Pro 64-bit (10.0, Build 22631) (...)" -> 22631."""
+    if not os_line:
+        return None
+    m = re.search(r"\bBuild\s+(\d{4,6})", os_line)
+    return int(m.group(1)) if m else None
+
+
+def os_from_dxdiag(dx: DxDiag) -> Optional[OsFacts]:
+    line = dx.system.get("Operating System")
+    if not line:
+        return None
+    build = windows_build(line)
+    distro = re.sub(r"\s*\(.*$", "", line).strip() or None
+    return OsFacts(
+        system="Windows",
+        release=("11" if build >= WINDOWS_11_BUILD else "10") if build else None,
+        version=f"10.0.{build}" if build else None,
+        distro=distro,
+        wsl=False,
+        windows_build=build,
+    )
+
+
+def cpu_from_dxdiag(dx: DxDiag) -> Optional[CpuFacts]:
+    """ "Processor: AMD Ryzen 7 5800X 8-Core Processor   (16 CPUs), ~3.8GHz"."""
+    line = dx.system.get("Processor")
+    if not line:
+        return None
+    m = re.match(r"^(.*?)\s*\((\d+)\s+CPUs\)", line)
+    model = " ".join((m.group(1) if m else re.sub(r",\s*~.*$", "", line)).split()) or None
+    threads = int(m.group(2)) if m else None
+    low = (model or "").lower()
+    if "intel" in low:
+        vendor, arch = "intel", "x86_64"
+    elif re.search(r"\bamd\b", low):
+        vendor, arch = "amd", "x86_64"
+    elif re.search(r"snapdragon|qualcomm|microsoft sq", low):
+        vendor, arch = "qualcomm", "aarch64"
+    else:
+        vendor, arch = None, None
+    return CpuFacts(vendor=vendor, model=model, arch=arch, threads=threads, source="dxdiag.txt")
+
+
+# -- Win32_VideoController ---------------------------------------------------------------------------------
+
+
+def _records_from_json(doc: Any) -> List[Dict[str, Any]]:
+    items = doc if isinstance(doc, list) else [doc]
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        rec = dict(item)
+        # Windows PowerShell 5.1 also serialises the CIM property bag; use it where the flat
+        # properties are missing.
+        props = item.get("CimInstanceProperties")
+        if isinstance(props, list):
+            for p in props:
+                if isinstance(p, dict) and isinstance(p.get("Name"), str):
+                    rec.setdefault(p["Name"], p.get("Value"))
+        out.append(rec)
+    return out
+
+
+def parse_win32_json(text: str) -> List[Adapter]:
+    """PowerShell `Get-CimInstance Win32_VideoController | ConvertTo-Json`: one object or a list."""
+    text = _clean(text).lstrip("\ufeff")
+    start = min([i for i in (text.find("["), text.find("{")) if i >= 0], default=-1)
+    if start < 0:
+        raise ParseError("no JSON object in the Win32_VideoController capture")
+    try:
+        doc = json.loads(text[start:])
+    except ValueError:
+        try:
+            doc, _end = json.JSONDecoder().raw_decode(text[start:])
+        except ValueError as exc:
+            raise ParseError(f"Win32_VideoController JSON does not parse: {exc}") from None
+    records = _records_from_json(doc)
+    if not any(("PNPDeviceID" in r or "Name" in r) for r in records):
+        raise ParseError("no Win32_VideoController properties (Name, PNPDeviceID) in the JSON")
+    return _wmi_adapters(records)
+
+
+def _wmi_adapters(records: List[Dict[str, Any]]) -> List[Adapter]:
+    with_pnp = any("PNPDeviceID" in r for r in records)
+    adapters = []
+    for r in records:
+        a = _adapter_from_wmi(r)
+        if with_pnp and "PNPDeviceID" not in r:
+            a.pci = False  # a fragment of a record (the capture does carry PNPDeviceIDs)
+        adapters.append(a)
+    return _group_wmi(adapters)
+
+
+def _group_wmi(adapters: List[Adapter]) -> List[Adapter]:
+    """WMI has one record per adapter; a record repeated by a paste is one adapter."""
+    out: List[Adapter] = []
+    seen: set[Tuple[Any, ...]] = set()
+    for a in adapters:
+        ident = (a.pnp or a.name, a.pci)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        out.append(a)
+    return out
+
+
+_LIST_KV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:=|\s:)\s?(.*)$")
+
+
+def parse_win32_list(text: str) -> List[Adapter]:
+    """`wmic path win32_VideoController get /format:list` (Key=Value) or PowerShell's list view
+    (Key : Value). A record ends where a property name repeats (wmic's CR CR LF line ends make
+    blank lines useless as separators)."""
+    text = _clean(text)
+    records: List[Dict[str, Any]] = []
+    current: Dict[str, Any] = {}
+    for line in text.split("\n"):
+        m = _LIST_KV.match(line.strip())
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2).strip()
+        if key in current:
+            records.append(current)
+            current = {}
+        current[key] = value
+    if current:
+        records.append(current)
+    records = [r for r in records if "PNPDeviceID" in r or "Name" in r or "Caption" in r]
+    if not records:
+        raise ParseError("no Win32_VideoController Key=Value / Key : Value records")
+    return _wmi_adapters(records)
+
+
+def _adapter_from_wmi(r: Dict[str, Any]) -> Adapter:
+    pnp = str(r.get("PNPDeviceID") or "")
+    parts = _pci_parts(pnp.replace("&amp;", "&"))
+    ram = r.get("AdapterRAM")
+    try:
+        ram_int: Optional[int] = int(str(ram).strip()) if ram not in (None, "") else None
+    except ValueError:
+        ram_int = None
+    name = _na(str(r.get("Name") or r.get("Caption") or r.get("VideoProcessor") or "")) or None
+    ad = Adapter(
+        name=" ".join(name.split()) if name else None,
+        manufacturer=_na(str(r.get("AdapterCompatibility") or "")),
+        pci_vendor_id=("0x" + parts[0]) if parts else None,
+        pci_device_id=("0x" + parts[1]) if parts else None,
+        subsys=parts[2] if parts else None,
+        revision=("0x" + parts[3]) if parts and parts[3] else None,
+        pci=(parts is not None) if "PNPDeviceID" in r else None,
+        driver_version_raw=_na(str(r.get("DriverVersion") or "")),
+        adapter_ram=ram_int if ram_int is not None and ram_int > 0 else None,
+        pnp=pnp or None,
+    )
+    if ad.name and re.search(r"basic display adapter", ad.name, re.I):
+        ad.vendor_driver = False
+    return ad
+
+
+# -- adapters -> facts -------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _amd_rows() -> Dict[str, Dict[str, Any]]:
+    """mlprobe/knowledge/amd_gfx.json (PCI device id -> gfx target); empty if it is not there."""
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "amd_gfx.json"
+    )
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    return {str(r.get("pci_device_id", "")).lower(): r for r in rows or [] if isinstance(r, dict)}
+
+
+def amd_gfx(device_id: Optional[str], revision: Optional[str]) -> Tuple[Optional[str], Optional[bool]]:
+    row = _amd_rows().get((device_id or "").lower())
+    if not row:
+        return None, None
+    gfx = row.get("gfx_target")
+    exceptions = row.get("revision_exceptions")
+    if isinstance(exceptions, dict) and revision:
+        rev = "0x" + revision.lower().replace("0x", "").zfill(2)
+        gfx = exceptions.get(rev, gfx)
+    integrated = row.get("integrated")
+    return (str(gfx) if gfx else None), (bool(integrated) if integrated is not None else None)
+
+
+def _vendor(a: Adapter) -> str:
+    return (
+        vendor_from_pci(a.pci_vendor_id)
+        or vendor_from_text(a.manufacturer)
+        or vendor_from_text(a.name)
+        or "unknown"
+    )
+
+
+def is_gpu(a: Adapter) -> bool:
+    """A PCI adapter from a GPU vendor; where the capture has no PNPDeviceID at all (a `Select-Object`
+    without it), a named adapter from a GPU vendor."""
+    if a.pci is False:
+        return False
+    if a.pci is None and not a.name:
+        return False
+    if _vendor(a) not in GPU_VENDORS:
+        return False
+    return not (a.name and _NOT_GPU_NAME.search(a.name))
+
+
+def _integrated(a: Adapter, vendor: str, amd_integrated: Optional[bool]) -> Optional[bool]:
+    if a.hybrid:
+        if a.hybrid.lower().startswith("integrated"):
+            return True
+        if a.hybrid.lower().startswith("discrete"):
+            return False
+    if vendor == "amd":
+        return amd_integrated
+    if vendor == "nvidia":
+        from .nvidia import integrated_for
+
+        return integrated_for(a.name) if a.name else False
+    if vendor == "intel":
+        # Intel's discrete cards: Arc A/B-series (A380, A770, B580...), Iris Xe MAX (DG1).
+        return not bool(
+            a.name and re.search(r"\bArc\b.*\b[AB]\d{3}\b|Iris\(R\) Xe MAX|\bDG1\b", a.name, re.I)
+        )
+    if vendor in ("qualcomm", "arm", "apple"):
+        return True
+    return None
+
+
+def _d3d12(a: Adapter) -> bool:
+    if a.ddi_version is not None:
+        return a.ddi_version >= 12 or any(lvl.startswith("12_") for lvl in a.feature_levels)
+    return any(lvl.startswith("12_") for lvl in a.feature_levels)
+
+
+def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag: bool) -> GpuFacts:
+    vendor = _vendor(a)
+    gfx, amd_int = amd_gfx(a.pci_device_id, a.revision) if vendor == "amd" else (None, None)
+    integrated = _integrated(a, vendor, amd_int)
+    notes: List[str] = []
+    memory: Optional[int] = None
+    if a.dedicated_mib is not None and a.dedicated_mib > 0:
+        if integrated:
+            notes.append(f"integrated GPU: shares system memory ({a.dedicated_mib} MB dedicated carve-out)")
+        else:
+            memory = a.dedicated_mib * MIB
+    elif a.adapter_ram is not None:
+        if a.adapter_ram >= ADAPTER_RAM_CAP:
+            notes.append(
+                "Win32_VideoController.AdapterRAM is a 32-bit field capped at 4 GiB; "
+                "the real memory size is unknown here (dxdiag's Dedicated Memory says it)"
+            )
+        elif not integrated:
+            memory = a.adapter_ram
+    apis: List[str] = []
+    build_ok = build >= DIRECTML_MIN_BUILD if build is not None else None
+    if a.vendor_driver:
+        if from_dxdiag:
+            if _d3d12(a) and (build_ok or (build_ok is None and directx12)):
+                apis.append("directml")
+        elif vendor in D3D12_VENDORS and build_ok is not False and a.driver_version_raw:
+            apis.append("directml")
+        if vendor == "nvidia" and a.cuda_driver:
+            apis.insert(0, "cuda")
+    else:
+        notes.append("no vendor driver installed (Microsoft Basic Display Adapter)")
+    raw = a.driver_version_raw if a.vendor_driver else None
+    name = a.name if a.vendor_driver else None
+    cc = arch = None
+    if vendor == "nvidia" and name:
+        from .nvidia import architecture_for, compute_capability_for
+
+        cc = compute_capability_for(name)
+        arch = architecture_for(cc)
+    return GpuFacts(
+        vendor=vendor,
+        name=name,
+        driver_version=_driver_for(vendor, raw),
+        driver_version_raw=raw,
+        compute_capability=cc,
+        architecture=arch,
+        memory_bytes=memory,
+        integrated=integrated,
+        apis=tuple(apis),
+        gfx_target=gfx,
+        pci_vendor_id=a.pci_vendor_id,
+        pci_device_id=a.pci_device_id,
+        sources=(SOURCE,),
+        notes=tuple(notes),
+    )
+
+
+def parse_wsl_dxg(text: str) -> Dict[str, Any]:
+    """mlprobe's wsl-dxg.json: {"dev_dxg": bool, "wsl_lib": [file names in /usr/lib/wsl/lib]}."""
+    try:
+        doc = json.loads(_clean(text))
+    except ValueError as exc:
+        raise ParseError(f"wsl-dxg.json is not JSON: {exc}") from None
+    if not isinstance(doc, dict) or "dev_dxg" not in doc:
+        raise ParseError("wsl-dxg.json has no dev_dxg")
+    libs = doc.get("wsl_lib")
+    names = sorted(str(x) for x in libs if isinstance(x, str)) if isinstance(libs, list) else []
+    return {"dev_dxg": bool(doc.get("dev_dxg")), "wsl_lib": names}
+
+
+# -- the probe -----------------------------------------------------------------------------------------------
+
+
+def _host_build(host: Host) -> Optional[int]:
+    version = host.info().get("version")
+    if isinstance(version, str):
+        m = re.match(r"^10\.0\.(\d+)", version)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _expand(adapters: Iterable[Adapter]) -> List[Adapter]:
+    out: List[Adapter] = []
+    for a in adapters:
+        out.extend([a] * max(1, min(a.count, 16)))
+    return out
+
+
+def probe(host: Host) -> Contribution:
+    out = Contribution()
+    live = host.kind == "live"
+    errors: List[str] = []
+    adapters: Optional[List[Adapter]] = None
+    from_dxdiag = False
+    dx: Optional[DxDiag] = None
+    for name, parser in (
+        ("Win32_VideoController.json", parse_win32_json),
+        ("Win32_VideoController.txt", parse_win32_list),
+    ):
+        cap = host.get(name)
+        if not cap.ok:
+            if cap.status in ("error", "timeout"):
+                errors.append(cap.error or f"{name}: {cap.status}")
+            continue
+        try:
+            adapters = parser(cap.text())
+            break
+        except ParseError as exc:
+            errors.append(f"{name}: {exc}")
+    # dxdiag takes 5-20 s live (more than the probe's deadline allows on a slow machine), so a
+    # live scan asks for it only when WMI said nothing; `mlprobe capture` always takes it.
+    if not (live and adapters is not None):
+        cap = host.get("dxdiag.txt")
+        if cap.ok:
+            try:
+                dx = parse_dxdiag(cap.text())
+            except ParseError as exc:
+                errors.append(f"dxdiag.txt: {exc}")
+        elif cap.status in ("error", "timeout"):
+            errors.append(cap.error or f"dxdiag.txt: {cap.status}")
+    if dx is not None and (dx.adapters or adapters is None):
+        adapters, from_dxdiag = dx.adapters, True
+    build = _host_build(host) or (windows_build(dx.system.get("Operating System")) if dx else None)
+    directx12 = bool(dx and re.search(r"DirectX 1[2-9]", dx.system.get("DirectX Version", "")))
+    wsl: Optional[Dict[str, Any]] = None
+    cap = host.get("wsl-dxg.json")
+    if cap.ok:
+        try:
+            wsl = parse_wsl_dxg(cap.text())
+        except ParseError as exc:
+            errors.append(f"wsl-dxg.json: {exc}")
+    if adapters is None and wsl is None:
+        out.status = "error" if errors else "absent"
+        out.error = "; ".join(errors) or "no dxdiag, Win32_VideoController or WSL GPU capture"
+        return out
+    gpus = [to_gpu_facts(a, build, directx12, from_dxdiag) for a in _expand(adapters or []) if is_gpu(a)]
+    out.gpus = gpus
+    dml = [g.name or "GPU" for g in gpus if "directml" in g.apis]
+    if dml:
+        out.runtimes["directml"] = {"windows_build": build, "adapters": list(dict.fromkeys(dml))}
+    if wsl is not None and wsl["dev_dxg"]:
+        out.runtimes["directml"] = {
+            "wsl": True,
+            "dev_dxg": True,
+            "wsl_lib": wsl["wsl_lib"],
+            "d3d12": "libd3d12.so" in wsl["wsl_lib"],
+            "dxcore": "libdxcore.so" in wsl["wsl_lib"],
+            "cuda": any(n.startswith("libcuda.so") for n in wsl["wsl_lib"]),
+        }
+    if dx is not None and not host.get("host.json").ok:
+        # OS/CPU facts only where the bundle has nothing better (no host.json; the CPU probe has
+        # no Windows source in a replay; live scans read the CPU through py-cpuinfo).
+        out.os = os_from_dxdiag(dx)
+        if not live:
+            out.cpu = cpu_from_dxdiag(dx)
+    if errors:
+        out.warnings.extend(errors)
+    return out
+
+
+__all__ = [
+    "Adapter",
+    "DxDiag",
+    "is_gpu",
+    "nvidia_driver_from_windows",
+    "parse_dxdiag",
+    "parse_win32_json",
+    "parse_win32_list",
+    "parse_wsl_dxg",
+    "probe",
+    "to_gpu_facts",
+    "windows_build",
+]

@@ -1,0 +1,188 @@
+"""`mlprobe install` for a person: the steps, the index checks, what would land; progress on stderr
+while --apply runs; then where everything went and the verify verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import sys
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+from ..install.apply import ApplyResult, Preflight, Progress
+from ..install.index import host_of
+from .terminal import human_bytes
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+@contextlib.contextmanager
+def status_line(enabled: bool = True) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while the pre-flight checks run (nothing when not a terminal)."""
+    con = _console(stderr=True)
+    if not enabled or not con.is_terminal:
+        yield lambda _s: None
+        return
+    with con.status("preparing") as st:
+        yield lambda s: st.update(_esc(s))
+
+
+def _origin(url: Optional[str]) -> str:
+    if not url:
+        return ""
+    if url.startswith("file:"):
+        return "local file"
+    return host_of(url)
+
+
+def render_preflight(pre: Preflight, applying: bool = False) -> None:
+    from rich.table import Table
+
+    con = _console()
+    plan, env = pre.plan, pre.env
+    con.print(f"[bold]mlprobe install[/bold]: recipe [bold]{_esc(plan.recipe)}[/bold]"
+              + (f" — {_esc(plan.title)}" if plan.title and plan.title != plan.recipe else ""))
+    where = {"new-venv": f"new venv {env.path}", "venv": f"existing venv {env.path}",
+             "system": f"the interpreter {env.python} (--system)", "replay": "the replayed machine"}[env.mode]
+    con.print(f"  target:  {_esc(where)} ({_esc(env.target.description)})")
+    con.print(f"  sources: {_esc(plan.sources.describe())}")
+    if pre.backend is not None:
+        con.print(f"  installer: {pre.backend.name}")
+    con.print("[bold]Steps[/bold]" + ("" if applying else " (nothing is done without --apply)"))
+    for i, s in enumerate(pre.steps, 1):
+        con.print(f"  {i}. {_esc(s.text)}")
+        if s.command:
+            con.print(f"       [cyan]$ {_esc(s.command)}[/cyan]" if s.kind in ("venv", "install", "env")
+                      else f"       [dim]{_esc(s.command)}[/dim]")
+    if pre.checks:
+        con.print("[bold]Index checks[/bold]")
+        for c in pre.checks:
+            mark = "[green]ok[/green]" if c.ok else "[red]FAILED[/red]"
+            extra = f" ({c.api}, {c.seconds:.1f} s)" if c.reachable else ""
+            con.print(f"  {mark} {_esc(c.requirement)} at {_esc(c.index_url)}: {_esc(c.message)}{extra}")
+    elif pre.plan.sources.use_pip_config or pre.plan.sources.no_index:
+        con.print("[bold]Index checks[/bold] none: pip's own sources are checked by the resolution below")
+    res = pre.resolution
+    if res is not None:
+        if res.skipped:
+            con.print(f"[bold]Resolution[/bold] not tried: {_esc(res.skipped)}")
+        elif res.ok:
+            t = Table(title="Resolution (pip install --dry-run: these would land; nothing was installed)",
+                      title_justify="left")
+            for col in ("distribution", "version", "size", "from"):
+                t.add_column(col, justify="right" if col == "size" else "left")
+            for d in sorted(res.dists, key=lambda d: (not d.requested, d.name.lower())):
+                t.add_row(d.name + (" *" if d.requested else ""), d.version, human_bytes(d.size) if d.size else "?",
+                          _origin(d.url))
+            con.print(t)
+            unknown = f" (+{res.unknown_sizes} of unknown size)" if res.unknown_sizes else ""
+            con.print(f"  {len(res.dists)} distribution(s), {human_bytes(res.total_size)} to download{unknown}; "
+                      f"* = asked for; resolved in {res.seconds:.1f} s")
+            if not res.dists:
+                con.print("  nothing to install: everything is already there")
+    for n in plan.notes:
+        con.print(f"[cyan]note:[/cyan] {_esc(n)}")
+    for w in plan.warnings:
+        con.print(f"[yellow]warning:[/yellow] {_esc(w)}")
+    for p in pre.problems:
+        con.print(f"[red]problem [{p.ref}]:[/red] {_esc(p.what)}")
+        if p.why:
+            con.print(f"  why: {_esc(p.why)}")
+        if p.next_step:
+            con.print(f"  next: {_esc(p.next_step)}")
+    if not applying and pre.ok and env.mode != "replay":
+        con.print("[dim]next: the same command with --apply installs it "
+                  "(into a new venv unless you pass --venv PATH or --system)[/dim]")
+
+
+class ApplyProgress(Progress):
+    """A rich status line on stderr: the current step and the installer's latest output line."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.con = _console(stderr=True)
+        self.enabled = enabled
+        self.live = enabled and self.con.is_terminal
+        self._status: Any = None
+        self._step = ""
+        self._t0 = time.perf_counter()
+        self._last = 0.0
+
+    def step(self, text: str) -> None:
+        if not self.enabled:
+            return
+        self._step = text
+        self._t0 = time.perf_counter()
+        if self.live:
+            if self._status is None:
+                self._status = self.con.status(_esc(text))
+                self._status.start()
+            else:
+                self._status.update(_esc(text))
+        else:
+            self.con.print(f"... {_esc(text)}")
+
+    def line(self, text: str) -> None:
+        if not self.enabled or not text.strip():
+            return
+        if self.live and self._status is not None:
+            now = time.perf_counter()
+            if now - self._last > 0.1:
+                self._last = now
+                short = text.strip()[:100]
+                self._status.update(f"{_esc(self._step)} [dim]({now - self._t0:.0f} s) {_esc(short)}[/dim]")
+
+    def done(self, text: str, ok: bool = True) -> None:
+        if not self.enabled:
+            return
+        mark = "[green]done[/green]" if ok else "[yellow]note[/yellow]"
+        self.con.print(f"{mark} {_esc(text)}")
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def _verify_lines(doc: Dict[str, Any]) -> List[str]:
+    out = []
+    for r in doc.get("results") or []:
+        label = f"{r.get('framework')} {r.get('version') or ''} on {r.get('device')}".replace("  ", " ")
+        out.append(f"{label}: [bold]{_esc(str(r.get('verdict')))}[/bold]")
+    return out
+
+
+def render_applied(pre: Preflight, result: ApplyResult) -> None:
+    con = _console()
+    plan = pre.plan
+    where = str(result.path) if result.path else result.python
+    con.print(f"[green]installed[/green] recipe {_esc(plan.recipe)} into {_esc(where)}")
+    if result.activate_scripts:
+        con.print(f"  env vars {_esc(', '.join(plan.env))} are set by its activate scripts")
+    elif plan.env and result.path is None:
+        con.print("  set these yourself before use (mlprobe does not edit shell rc files):")
+        from ..install.activate import shell_lines
+
+        for line in shell_lines(plan.env):
+            con.print(f"    [cyan]{_esc(line)}[/cyan]")
+    if result.path is not None:
+        act = result.path / ("Scripts\\activate" if sys.platform == "win32" else "bin/activate")
+        con.print(f"  use it: [cyan]source {_esc(shlex.quote(str(act)))}[/cyan]")
+    con.print(f"  transcript: {_esc(str(result.log))}")
+    if result.verify is not None:
+        con.print("[bold]Verify[/bold] (in the new environment)")
+        for line in _verify_lines(result.verify):
+            con.print(f"  {line}")
+        for line in result.verify.get("summary") or []:
+            con.print(f"  {_esc(str(line))}")
+    elif result.verify_error:
+        con.print(f"[yellow]verify:[/yellow] {_esc(result.verify_error)}")

@@ -1,0 +1,168 @@
+"""The plan for a person: what to install first (exact commands), then what does not fit and why."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+_STATUS_STYLE = {
+    "maintained": "green",
+    "preview": "yellow",
+    "paused": "red",
+    "unmaintained": "red",
+    "retired": "dim",
+}
+_FINDING_STYLE = {"ok": "green", "info": "cyan", "problem": "bold red"}
+
+
+def _status(s: str) -> str:
+    return f"[{_STATUS_STYLE.get(s, 'white')}]{s}[/]"
+
+
+def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
+    con = console or Console()
+    t = plan["target"]
+    where = "replayed bundle" if (plan.get("source") or {}).get("kind") == "replay" else "this machine"
+    con.print(
+        f"[bold]mlprobe plan[/bold] for {where}: {t.get('os') or 'OS unknown'}"
+        + (" (WSL2)" if t.get("wsl") else "")
+        + f", {t.get('arch') or 'CPU unknown'}, "
+        f"Python {t.get('python') or 'unknown'}"
+        + (f" ({t['python_source']})" if t.get("python_source") else "")
+    )
+    for w in plan.get("warnings", []):
+        con.print(f"[yellow]note:[/yellow] {escape(w)}")
+
+    tops = {fw: rid for fw, rid in (plan.get("top") or {}).items()}
+    if tops:
+        con.print(
+            "[bold]Best fit:[/bold] "
+            + "; ".join(
+                f"{fw} -> [bold]{rid}[/bold]" if rid else f"{fw} -> [red]nothing fits[/red]"
+                for fw, rid in tops.items()
+            )
+        )
+
+    problems = [f for f in plan.get("installed", []) if f["status"] == "problem"]
+    for f in plan.get("installed", []):
+        style = _FINDING_STYLE.get(f["status"], "white")
+        con.print(f"[{style}]installed {f['status']}:[/] {escape(f['message'])}")
+        for r in f.get("reasons", []):
+            con.print(f"    - {escape(r)}")
+        for c in f.get("fix", []):
+            con.print(f"    [bold]fix:[/bold] {escape(c)}")
+    if problems:
+        con.print()
+
+    if not plan["recommended"]:
+        con.print(
+            "[bold red]No recipe fits this machine[/bold red] for "
+            f"--framework {plan['framework']}; see the reasons below."
+        )
+    for i, e in enumerate(plan["recommended"], 1):
+        head = (
+            f"[bold]{i}. {e['recipe']}[/bold]  {escape(e['title'])}  "
+            f"[dim]({e['framework']}, {e['backend']}, {_status(e['status'])}[dim], score {e['score']})[/dim]"
+        )
+        lines: List[str] = []
+        if e.get("device_name"):
+            lines.append(f"device: {escape(str(e['device_name']))}")
+        if e.get("version"):
+            lines.append(f"version: {e['version']}" + (f"   index: {e['index']}" if e.get("index") else ""))
+        for c in e["commands"]:
+            lines.append(f"[bold cyan]$ {escape(c)}[/bold cyan]")
+        for w in e["warnings"]:
+            lines.append(f"[yellow]! {escape(w)}[/yellow]")
+        if e.get("unknown"):
+            lines.append(
+                "[dim]not checked (not in the capture): " + escape("; ".join(e["unknown"])) + "[/dim]"
+            )
+        for n in e.get("notes", []):
+            lines.append(f"[dim]{escape(n)}[/dim]")
+        verify = e.get("verify") or {}
+        lines.append(
+            f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
+            f"--device {verify.get('device')}[/dim]"
+        )
+        if i <= 2:
+            con.print(
+                Panel(
+                    "\n".join(lines),
+                    title=head,
+                    title_align="left",
+                    border_style="green" if i == 1 else "blue",
+                )
+            )
+        else:
+            con.print(head)
+            for ln in lines:
+                con.print("    " + ln)
+
+    live = [r for r in plan["rejected"] if r["status"] != "retired"]
+    if live:
+        tab = Table(title="Does not fit", title_justify="left", show_lines=False, expand=False)
+        tab.add_column("recipe", no_wrap=True)
+        tab.add_column("why not")
+        for r in live:
+            tab.add_row(
+                f"{r['recipe']}\n[dim]{r['backend']}, {_status(r['status'])}[/dim]",
+                "\n".join(f"- {escape(x)}" for x in r["reasons"]),
+            )
+        con.print(tab)
+    for r in plan.get("retired", []):
+        if r.get("relevant"):
+            con.print(
+                f"[dim]retired:[/dim] [bold]{r['recipe']}[/bold] {escape(r['title'])}: "
+                f"{escape(r['summary'] or '')}"
+            )
+            con.print(f"    [bold]today:[/bold] {escape(r['successor'] or '')}")
+    others = [r["recipe"] for r in plan.get("retired", []) if not r.get("relevant")]
+    if others:
+        con.print(f"[dim]also retired (mlprobe plan --why-not ID): {', '.join(others)}[/dim]")
+    con.print(
+        "[dim]next: `mlprobe install --recipe ID` to install, `mlprobe verify` to measure, "
+        "`mlprobe plan --why-not ID` for one recipe[/dim]"
+    )
+
+
+def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:
+    con = console or Console()
+    verdict = doc["verdict"]
+    style = {"fits": "green", "rejected": "red", "retired": "yellow"}.get(verdict, "white")
+    con.print(
+        f"[bold]{doc['recipe']}[/bold] {escape(doc['title'])} [dim]({doc['framework']}, {doc['backend']}, "
+        f"{doc['status']})[/dim]: [{style}]{verdict}[/]"
+    )
+    if doc.get("summary"):
+        con.print(escape(doc["summary"]))
+    if verdict == "fits":
+        e = doc["entry"]
+        con.print(f"ranked {doc['rank']} of the recipes that fit (score {e['score']})")
+        for c in e["commands"]:
+            con.print(f"[bold cyan]$ {escape(c)}[/bold cyan]")
+        for w in e["warnings"]:
+            con.print(f"[yellow]! {escape(w)}[/yellow]")
+    else:
+        for r in doc.get("reasons", []):
+            con.print(f"- {escape(r)}")
+    variants = doc.get("variants") or []
+    if variants:
+        tab = Table(title="builds tried, in order of preference", title_justify="left")
+        tab.add_column("build", no_wrap=True)
+        tab.add_column("fits")
+        tab.add_column("why not")
+        for v in variants:
+            mark = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "[yellow]unknown[/yellow]"}[
+                v["fits"]
+            ]
+            tab.add_row(escape(v["label"]), mark, "\n".join(escape(x) for x in v["reasons"]))
+        con.print(tab)
+    con.print(
+        "[dim]sources: "
+        + "; ".join(f"{s['id']}: {s['reference']}" for s in doc.get("sources", []))
+        + "[/dim]"
+    )

@@ -1,0 +1,139 @@
+"""Terminal output for `mlprobe verify`: live progress on stderr, then one table and plain sentences."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Optional
+
+from ..verify.verdict import fmt_ips, fmt_ratio
+
+COLOURS = {"ACCELERATED": "bold green", "MARGINAL": "yellow", "SLOWER_THAN_CPU": "bold red",
+           "CPU": "cyan", "WRONG_RESULTS": "bold red", "UNAVAILABLE": "dim", "NO_BASELINE": "yellow"}
+STAGES = {"correctness": "correctness vs CPU", "learning": "learning test", "speed": "speed (batch 128)"}
+
+
+class Progress:
+    """Stage-by-stage progress on stderr: a rich spinner on a terminal, one line per step otherwise."""
+
+    def __init__(self, stream: Optional[Any] = None) -> None:
+        from rich.console import Console
+
+        self.console = Console(file=stream or sys.stderr, highlight=False)
+        self.live = self.console.is_terminal
+        self.status: Any = self.console.status("verify: starting") if self.live else None
+        if self.status is not None:
+            self.status.start()
+
+    def _say(self, text: str, done: bool = False) -> None:
+        if self.status is not None:
+            self.status.update(f"verify: {text}")
+            if done:
+                self.console.print(f"  {text}")
+        elif done:
+            self.console.print(f"verify: {text}")
+
+    def event(self, ev: Dict[str, Any]) -> None:
+        kind = ev.get("event")
+        fw = ev.get("framework", "")
+        if kind == "discover":
+            self._say(f"looking for frameworks in {ev.get('python')}")
+        elif kind == "hello":
+            self._say(f"{fw} {ev.get('version') or ''} imported in {ev.get('import_s', 0):.1f} s")
+        elif kind == "stage":
+            self._say(f"{fw} {ev.get('device')}: {STAGES.get(ev.get('stage', ''), ev.get('stage'))} ...")
+        elif kind == "tick" and self.status is not None:
+            if ev.get("stage") == "speed" and ev.get("repeat"):
+                self._say(f"{fw}: speed, repeat {ev['repeat']} of {ev.get('of')} ...")
+            elif ev.get("stage") == "learning":
+                self._say(f"{fw}: learning, {ev.get('steps')} steps, {100 * (ev.get('accuracy') or 0):.0f}% ...")
+        elif kind == "result":
+            self._say(f"{fw} {ev.get('device')}: {_stage_line(ev.get('stage', ''), ev.get('data') or {})}", done=True)
+        elif kind == "fatal":
+            self._say(f"{fw}: {ev.get('error')}", done=True)
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+
+def _stage_line(stage: str, d: Dict[str, Any]) -> str:
+    if d.get("error"):
+        return f"{STAGES.get(stage, stage)} failed: {d['error']}"
+    if stage == "correctness":
+        if d.get("nan"):
+            return "correctness: NaN"
+        ok = "ok" if d.get("passed") else "MISMATCH"
+        return (f"correctness {ok} (loss rel. err {d.get('loss_rel_err') or 0:.1e}, "
+                f"gradients {d.get('grad_rel_err') or 0:.1e})")
+    if stage == "learning":
+        acc = d.get("accuracy")
+        ok = "ok" if d.get("passed") else "FAILED"
+        return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {d.get('seconds')} s"
+    if stage == "speed":
+        return f"speed {fmt_ips(d.get('images_per_s'))} images/s"
+    return stage
+
+
+def _memory(proof: Optional[Dict[str, Any]]) -> str:
+    from .terminal import human_bytes
+
+    if not proof:
+        return ""
+    for key in ("max_memory_allocated_bytes", "memory_allocated_bytes", "peak_rss_bytes"):
+        if proof.get(key):
+            tag = " RSS" if key == "peak_rss_bytes" else ""
+            return human_bytes(int(proof[key])) + tag
+    return "n/a"
+
+
+def rows(doc: Dict[str, Any]) -> List[List[str]]:
+    out = []
+    for r in doc.get("results", []):
+        c, lr, sp = r.get("correctness") or {}, r.get("learning") or {}, r.get("speed") or {}
+        corr = "" if not c else ("error" if c.get("error") else "NaN" if c.get("nan") else
+                                 "ok" if c.get("passed") else "MISMATCH")
+        learn = "" if not lr else ("error" if lr.get("error") else "NaN" if lr.get("nan") else
+                                   f"{100 * (lr.get('accuracy') or 0):.0f}% {lr.get('seconds', 0):.1f}s"
+                                   + ("" if lr.get("passed") else " FAIL"))
+        ips = sp.get("images_per_s") if not sp.get("error") else None
+        ratio = r.get("speedup_vs_framework_cpu")
+        out.append([
+            f"{r.get('framework')} {r.get('framework_version') or ''}".strip(),
+            str(r.get("device")), str(r.get("name") or ""), str(r.get("verdict")), corr, learn,
+            fmt_ips(ips) if ips else "", f"{60000.0 / ips:.0f}" if ips else "",
+            fmt_ratio(ratio) if ratio and r.get("kind") != "cpu" else "", _memory(r.get("proof")),
+        ])
+    return out
+
+
+def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(file=stream or sys.stdout, highlight=False)
+    if not con.is_terminal:
+        con = Console(file=stream or sys.stdout, highlight=False, width=120)
+    py = doc.get("python") or {}
+    con.print(f"[bold]mlprobe verify[/bold] in {py.get('executable')} (Python {py.get('version')})")
+    t = Table(title_justify="left", show_lines=False)
+    for col in ("framework", "device", "name", "verdict", "correct", "learns", "images/s", "s/epoch",
+                "vs CPU", "memory"):
+        t.add_column(col, justify="right" if col in ("images/s", "s/epoch", "vs CPU", "memory") else "left")
+    for row in rows(doc):
+        row[3] = f"[{COLOURS.get(row[3], '')}]{row[3]}[/]" if COLOURS.get(row[3]) else row[3]
+        t.add_row(*row)
+    if doc.get("results"):
+        con.print(t)
+    for line in doc.get("summary", []):
+        con.print(f"- {line}")
+    for f in doc.get("frameworks", []):
+        for u in f.get("unavailable_devices", []):
+            if not any(r.get("device") == u.get("id") for r in doc.get("results", [])):
+                con.print(f"[dim]- {f['name']} {u.get('id')}: {u.get('reason')}[/dim]")
+    tol = doc.get("tolerances") or {}
+    con.print(f"[dim]correct = loss within {tol.get('loss_rtol')} and gradients within {tol.get('grad_rtol')} "
+              f"(relative) of a float64 CPU reference; learns = {100 * tol.get('learn_target', 0.9):.0f}% on a "
+              f"seeded synthetic task; speed = Keras-MNIST CNN, batch {tol.get('speed_batch')}, median of "
+              f"repeats after warm-up; ACCELERATED = at least {tol.get('accelerated_at')}x the same "
+              f"framework on the CPU. {doc.get('wall_s')} s.[/dim]")

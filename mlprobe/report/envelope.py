@@ -1,0 +1,162 @@
+"""The report envelope: one versioned document with the scan, the plan, verify results (when asked)
+and the capture bundle (when asked), redacted as a whole by one Redactor.
+
+    {"report_version": 1, "kind": "mlprobe-report", "mlprobe_version": ..., "generated_at": ...,
+     "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?,
+     "capture_bundle": {"files": {name: {"text": ...} | {"base64": ...}}}?, "notes": [...]}
+
+`mlprobe scan --replay report.json` reads `capture_bundle` (mlprobe/host.py), so a report made with
+--include-raw replays to the same facts elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable, Dict, List, Optional
+
+from .. import __version__
+from ..capture import SPECS
+from ..host import Host
+from .redact import Redactor, mode_for, protected_values, text_of
+
+REPORT_VERSION = 1
+REPORT_KIND = "mlprobe-report"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    verify: bool = False
+    include_raw: bool = False
+    redact: bool = True
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def plain(value: Any) -> Any:
+    """Plan and verify results as JSON-ready data, whatever their Python type."""
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return plain(to_dict())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return plain(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def collect_bundle(host: Host) -> Dict[str, bytes]:
+    """Every capture this host has, by name. Live: each capture in SPECS is taken (those the scan
+    already took come from the host's cache); replay: the bundle's files that are captures."""
+    names_fn: Optional[Callable[[], List[str]]] = getattr(host, "names", None)
+    if host.kind == "replay" and names_fn is not None:
+        names = [n for n in names_fn() if n in SPECS]
+    else:
+        names = [n for n, s in SPECS.items() if s.internal != "never"]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="report-capture") as pool:
+        caps = list(pool.map(host.get, names))
+    return {c.name: c.data for c in caps if c.ok and c.data is not None}
+
+
+def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
+    """`mlprobe.plan.make_plan(report, framework="any")`, or a note saying why there is none."""
+    try:
+        from .. import plan as plan_mod  # type: ignore[attr-defined]
+    except ImportError:
+        return {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
+    make_plan = getattr(plan_mod, "make_plan", None)
+    if not callable(make_plan):
+        return {"available": False, "note": "no plan: mlprobe.plan has no make_plan()"}
+    try:
+        result = make_plan(copy.deepcopy(scan_report), framework="any")
+    except Exception as exc:  # a planner bug must not cost the whole report
+        return {"available": False, "note": f"no plan: make_plan failed ({type(exc).__name__}: {exc})"}
+    out = plain(result)
+    return out if isinstance(out, dict) else {"available": True, "result": out}
+
+
+def verify_section(host: Host) -> Dict[str, Any]:
+    if host.kind == "replay":
+        return {"available": False,
+                "note": "verify runs on this machine, so it is skipped for a replayed bundle"}
+    try:
+        from ..verify.runner import run_verify
+    except ImportError:
+        return {"available": False, "note": "no verify: this mlprobe has no verifier (mlprobe.verify)"}
+    try:
+        out = plain(run_verify())
+    except Exception as exc:  # MlprobeError included: the report still carries the rest
+        what = getattr(exc, "what", None) or str(exc)
+        return {"available": False, "note": f"verify failed: {type(exc).__name__}: {what}"}
+    return out if isinstance(out, dict) else {"available": True, "result": out}
+
+
+def bundle_entry(data: bytes, redactor: Redactor, name: str) -> Dict[str, str]:
+    if redactor.enabled:
+        return {"text": redactor.redact_capture(name, data)}
+    text, exact = text_of(data)
+    if exact:
+        return {"text": text}
+    return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def build_report(
+    host: Host,
+    options: ReportOptions = ReportOptions(),
+    source: Optional[Dict[str, Any]] = None,
+    now: Optional[str] = None,
+    env: Optional[Dict[str, str]] = None,
+) -> Dict[str, Any]:
+    from ..scan import facts_to_report, scan
+
+    facts = scan(host)
+    scan_report = facts_to_report(facts, source)
+    plan = plan_section(scan_report)
+    verify = verify_section(host) if options.verify else None
+    files = collect_bundle(host)
+
+    redactor = Redactor(protected_values(scan_report), enabled=options.redact)
+    if options.redact:
+        if host.kind == "live":
+            redactor.seed_live(env)
+        for name, data in files.items():
+            redactor.learn(text_of(data)[0], mode_for(name))
+
+    notes: List[str] = []
+    for section in (plan, verify):
+        if isinstance(section, dict) and section.get("available") is False and section.get("note"):
+            notes.append(str(section["note"]))
+    doc: Dict[str, Any] = {
+        "report_version": REPORT_VERSION,
+        "kind": REPORT_KIND,
+        "mlprobe_version": __version__,
+        "generated_at": now or utc_now(),
+        "redactions": {},
+        "scan": redactor.redact_obj(scan_report),
+        "plan": redactor.redact_obj(plan),
+    }
+    if verify is not None:
+        doc["verify"] = redactor.redact_obj(verify)
+    if options.include_raw:
+        doc["capture_bundle"] = {
+            "redacted": redactor.enabled,
+            "files": {name: bundle_entry(files[name], redactor, name) for name in sorted(files)},
+        }
+        notes.append("replay this machine with: mlprobe scan --replay REPORT.json")
+    doc["notes"] = redactor.redact_obj(notes)
+    doc["redactions"] = redactor.summary()
+    return doc
+
+
+def is_report(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("scan"), dict) and "report_version" in doc

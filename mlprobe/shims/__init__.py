@@ -1,0 +1,1 @@
+"""Compatibility shims mlprobe installs into environments it creates (see plaidml_compat)."""

@@ -1,0 +1,189 @@
+"""Start the verify payload in a target interpreter and read its event lines, with a deadline and a
+stall limit. A child that crashes, hangs or prints garbage ends as a `ChildResult` saying so; no
+exception from the child reaches the caller."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+PAYLOAD = Path(__file__).with_name("payload.py")
+MARK = "@@mlprobe-verify@@ "
+
+Event = Dict[str, Any]
+EventSink = Callable[[Event], None]
+
+# Windows NTSTATUS codes a crashed native extension leaves as the exit code.
+_NT_CRASH = {0xC0000005: "access violation", 0xC00000FD: "stack overflow", 0xC000001D: "illegal instruction",
+             0xC0000409: "stack buffer overrun", 0xC0000374: "heap corruption"}
+
+
+@dataclass
+class ChildResult:
+    events: List[Event] = field(default_factory=list)
+    returncode: Optional[int] = None
+    ended: str = "exit"  # exit | crash | hang | timeout | start-failed
+    detail: str = ""  # signal name, or what failed to start
+    stderr_tail: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return self.ended == "exit" and any(e.get("event") == "done" for e in self.events)
+
+    def how(self) -> str:
+        """'crashed (SIGSEGV)', 'hung (no progress for 60 s)', ... for sentences."""
+        if self.ended == "crash":
+            return f"crashed ({self.detail})"
+        if self.ended == "hang":
+            return f"hung ({self.detail})"
+        if self.ended == "timeout":
+            return f"ran out of time ({self.detail})"
+        if self.ended == "start-failed":
+            return f"could not start ({self.detail})"
+        if self.returncode:
+            return f"exited with status {self.returncode} before finishing"
+        return "stopped before finishing"
+
+    def last_error_line(self) -> str:
+        lines = [ln.strip() for ln in self.stderr_tail.splitlines() if ln.strip()]
+        for ln in reversed(lines):
+            if any(w in ln for w in ("Error", "error", "Fatal", "fatal", "Exception", "Abort", "abort")):
+                return ln[:300]
+        return lines[-1][:300] if lines else ""
+
+
+def _crash_name(rc: int) -> Optional[str]:
+    if rc < 0:
+        try:
+            return signal.Signals(-rc).name
+        except ValueError:
+            return f"signal {-rc}"
+    if os.name == "nt" and (rc & 0xFFFFFFFF) in _NT_CRASH:
+        return _NT_CRASH[rc & 0xFFFFFFFF]
+    return None
+
+
+def _kill_tree(proc: "subprocess.Popen[str]") -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own session (start_new_session)
+        else:
+            proc.kill()
+    except (OSError, ProcessLookupError):
+        pass
+
+
+def run_child(
+    python: str,
+    args: List[str],
+    env: Optional[Mapping[str, str]] = None,
+    timeout: float = 600.0,
+    stall: float = 180.0,
+    on_event: Optional[EventSink] = None,
+) -> ChildResult:
+    """Run `python payload.py *args`; collect MARK-prefixed JSON lines from its stdout."""
+    res = ChildResult()
+    t0 = time.monotonic()
+    full_env = dict(os.environ if env is None else env)
+    full_env.setdefault("PYTHONIOENCODING", "utf-8")
+    err = tempfile.TemporaryFile()
+    kwargs: Dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    try:
+        proc = subprocess.Popen(
+            [python, str(PAYLOAD), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            env=full_env, encoding="utf-8", errors="replace", **kwargs,
+        )
+    except OSError as exc:
+        err.close()
+        res.ended, res.detail = "start-failed", str(exc)
+        return res
+
+    lines: "queue.Queue[Optional[str]]" = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    deadline = t0 + timeout
+    last = t0
+    eof = False
+    while not eof:
+        now = time.monotonic()
+        wait = min(deadline - now, last + stall - now)
+        if wait <= 0:
+            _kill_tree(proc)
+            if deadline - now <= 0:
+                res.ended, res.detail = "timeout", f"no result within {timeout:g} s"
+            else:
+                res.ended, res.detail = "hang", f"no progress for {stall:g} s"
+            break
+        try:
+            line = lines.get(timeout=wait)
+        except queue.Empty:
+            continue
+        if line is None:
+            eof = True
+            break
+        last = time.monotonic()
+        if not line.startswith(MARK):
+            continue
+        try:
+            ev = json.loads(line[len(MARK):])
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            res.events.append(ev)
+            if on_event is not None:
+                on_event(ev)
+    try:
+        proc.wait(timeout=10 if eof else 5)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        proc.wait()
+        if res.ended == "exit":
+            res.ended, res.detail = "hang", "did not exit after its last result"
+    reader.join(timeout=2)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    res.returncode = proc.returncode
+    if res.ended == "exit":
+        name = _crash_name(proc.returncode or 0)
+        if name:
+            res.ended, res.detail = "crash", name
+    err.seek(0)
+    data = err.read()
+    err.close()
+    res.stderr_tail = data[-4000:].decode("utf-8", "replace")
+    res.wall_s = round(time.monotonic() - t0, 3)
+    return res
+
+
+def child_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def this_python() -> str:
+    return sys.executable or "python3"

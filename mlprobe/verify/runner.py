@@ -1,0 +1,428 @@
+"""`run_verify`: discover the frameworks in a target interpreter, run the payload there (one child
+process per framework, per PlaidML device, and again after a crash), and turn the measurements into
+verdicts. Nothing here imports torch, tensorflow or plaidml: only the children do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from .. import __version__
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from . import verdict as V
+from .child import ChildResult, EventSink, child_env, run_child
+
+SCHEMA = "mlprobe.verify/1"
+FRAMEWORKS = ("torch", "tensorflow", "plaidml")
+FRAMEWORK_CHOICES = ("any", "torch", "tensorflow", "keras", "plaidml")
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_STALL = 180.0
+# What the payload measures against (its DEFAULTS), stated in every result.
+TOLERANCES = {"loss_rtol": 5e-3, "grad_rtol": 2e-2, "learn_target": 0.90,
+              "accelerated_at": V.ACCELERATED_AT, "speed_batch": 128}
+PLAIDML_CPU_NOTE = ("PlaidML's {id} is its LLVM CPU device: it runs on the CPU, not on a GPU, and "
+                    "accelerates nothing")
+
+
+def resolve_python(python: Optional[str]) -> str:
+    if not python:
+        return sys.executable
+    found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
+    if not found or not os.path.exists(found):
+        raise MlprobeError(
+            f"no Python interpreter at {python}", why="verify runs its test in the interpreter you name",
+            next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
+            ref="E601", exit_code=EXIT_USAGE)
+    return found
+
+
+def discover(python: str, timeout: float = 60.0) -> Dict[str, Any]:
+    """Which frameworks the target can import (importlib.util.find_spec in a tiny child)."""
+    res = run_child(python, ["discover"], env=child_env(), timeout=timeout, stall=timeout)
+    for ev in res.events:
+        if ev.get("event") == "discover":
+            return ev
+    raise MlprobeError(
+        f"could not run the verify probe in {python}",
+        why=f"the interpreter {res.how()}" + (f": {res.last_error_line()}" if res.last_error_line() else ""),
+        next_step="check that it is a working Python 3.7 or newer (`PYTHON -c 'import sys; print(sys.version)'`)",
+        ref="E602", exit_code=EXIT_UNAVAILABLE)
+
+
+def wanted(dev: Dict[str, Any], request: Optional[str]) -> bool:
+    """Mirror of payload.wanted: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
+    if not request:
+        return True
+    r = request.lower()
+    did = str(dev.get("id", "")).lower()
+    if r in (did, dev.get("kind"), did.split(":")[0], dev.get("api")):
+        return True
+    return r == "gpu" and dev.get("kind") != "cpu"
+
+
+def select_frameworks(framework: str, found: Dict[str, Any]) -> Tuple[List[str], List[Dict[str, Any]]]:
+    """(frameworks to run, framework records for those asked for but not importable)."""
+    have = {f for f in FRAMEWORKS if (found.get(f) or {}).get("importable")}
+    missing: List[Dict[str, Any]] = []
+    if framework == "any":
+        return [f for f in FRAMEWORKS if f in have], missing
+    if framework == "keras":
+        # Keras means PlaidML-Keras where it is installed (the Keras 2.2.4 stack), else TensorFlow's Keras.
+        for f in ("plaidml", "tensorflow"):
+            if f in have:
+                return [f], missing
+        missing.append({"name": "keras", "status": "not installed",
+                        "reason": "neither plaidml-keras nor tensorflow is importable in this interpreter"})
+        return [], missing
+    if framework in have:
+        return [framework], missing
+    missing.append({"name": framework, "status": "not installed",
+                    "reason": f"{framework} is not importable in this interpreter"})
+    return [], missing
+
+
+def _failure(child: ChildResult, framework: str, device: str, stage: Optional[str]) -> Dict[str, Any]:
+    where = f" during the {V.STAGE_WORDS.get(stage or '', stage)}" if stage else ""
+    msg = f"the {framework} process {child.how()}{where} on {device}"
+    line = child.last_error_line()
+    if line and child.ended in ("crash", "exit"):
+        msg += f" (last message: {line})"
+    return {"ended": child.ended, "detail": child.detail, "stage": stage, "message": msg,
+            "stderr_tail": child.stderr_tail[-1500:]}
+
+
+class _FrameworkRun:
+    """Collects one framework's device results across one or more child processes."""
+
+    def __init__(self, python: str, framework: str, opts: Dict[str, Any], on_event: Optional[EventSink]):
+        self.python, self.fw, self.opts, self.on_event = python, framework, opts, on_event
+        self.version: Optional[str] = None
+        self.info: Dict[str, Any] = {}
+        self.import_s: Optional[float] = None
+        self.meta: Dict[str, Dict[str, Any]] = {}
+        self.order: List[str] = []
+        self.partial: Dict[str, Dict[str, Any]] = {}
+        self.done: Dict[str, Dict[str, Any]] = {}
+        self.failed: Dict[str, Dict[str, Any]] = {}
+        self.unavailable: List[Dict[str, Any]] = []
+        self.fatal: Optional[Dict[str, Any]] = None
+
+    def _sink(self, ev: Dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(dict(ev, framework=self.fw, python=self.python))
+
+    def child(self, cfg: Dict[str, Any], env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
+        import json
+
+        full = dict(self.opts.get("overrides") or {})
+        full.update({"framework": self.fw, "quick": self.opts["quick"]})
+        if self.opts.get("inject"):
+            full["inject"] = self.opts["inject"]
+        full.update(cfg)
+        res = run_child(self.python, ["run", json.dumps(full)], env=child_env(env_extra),
+                        timeout=self.opts["timeout"], stall=self.opts["stall"], on_event=self._sink)
+        current: Optional[Tuple[str, str]] = None
+        hello = False
+        for ev in res.events:
+            kind = ev.get("event")
+            if kind == "hello":
+                hello = True
+                self.version = ev.get("version") or self.version
+                self.info = ev.get("info") or self.info  # the last child's (the one that ran devices)
+                if self.import_s is None:
+                    self.import_s = ev.get("import_s")
+            elif kind == "devices":
+                for d in ev.get("devices", []):
+                    if d["id"] not in self.meta:
+                        self.meta[d["id"]] = d
+                        self.order.append(d["id"])
+                for u in ev.get("unavailable", []):
+                    if u not in self.unavailable:
+                        self.unavailable.append(u)
+            elif kind == "stage":
+                current = (ev["device"], ev["stage"])
+            elif kind == "result":
+                self.partial.setdefault(ev["device"], {})[ev["stage"]] = ev.get("data")
+            elif kind == "device_done":
+                self.done[ev["device"]] = ev.get("data") or {}
+                current = None
+            elif kind == "fatal":
+                self.fatal = {"stage": ev.get("stage"), "message": ev.get("error"),
+                              "traceback": ev.get("traceback")}
+        if not res.clean and self.fatal is None:
+            if current and current[0] not in self.done:
+                self.failed[current[0]] = _failure(res, self.fw, current[0], current[1])
+            elif not hello:
+                self.fatal = {"stage": "import",
+                              "message": f"the {self.fw} process {res.how()} while importing {self.fw}"
+                                         + (f" (last message: {res.last_error_line()})"
+                                            if res.last_error_line() else ""),
+                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
+            else:
+                self.fatal = {"stage": "run", "message": f"the {self.fw} process {res.how()}",
+                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
+        return res
+
+    def remaining(self, todo: Sequence[str]) -> List[str]:
+        return [d for d in todo if d not in self.done and d not in self.failed]
+
+
+def _device_todo(meta: Dict[str, Dict[str, Any]], order: List[str], request: Optional[str]) -> List[str]:
+    """Devices to run for a request: the matches, plus the CPU as the baseline when anything matched."""
+    hits = [d for d in order if wanted(meta[d], request)]
+    if request and hits and not any(meta[d]["kind"] == "cpu" for d in hits):
+        hits = [d for d in order if meta[d]["kind"] == "cpu"][:1] + hits
+    return hits
+
+
+def _run_torch_or_tf(run: _FrameworkRun, request: Optional[str], speed_only: bool = False) -> List[str]:
+    cfg: Dict[str, Any] = {"speed_only": speed_only}
+    if request:
+        cfg["devices"] = [request]
+        cfg["cpu_baseline"] = True
+    res = run.child(cfg)
+    if run.fatal is not None:
+        return []
+    todo = _device_todo(run.meta, run.order, request)
+    # A crash or a hang costs the device it happened on, not the ones after it: start again.
+    attempts = 0
+    while not res.clean and run.remaining(todo) and attempts < len(todo):
+        attempts += 1
+        before = len(run.done) + len(run.failed)
+        res = run.child(dict(cfg, devices=run.remaining(todo), cpu_baseline=False))
+        if run.fatal is not None or len(run.done) + len(run.failed) == before:
+            break
+    for d in run.remaining(todo):
+        run.failed[d] = {"ended": "skipped", "stage": None,
+                         "message": f"not run: the {run.fw} process stopped before reaching {d}"}
+    return todo
+
+
+def _run_plaidml(run: _FrameworkRun, request: Optional[str], speed_only: bool = False) -> List[str]:
+    user_exp = os.environ.get("PLAIDML_EXPERIMENTAL")
+    stable: Set[str] = set()
+    # PlaidML opens one device per process, chosen by PLAIDML_DEVICE_IDS: enumerate first. An empty
+    # PLAIDML_DEVICE_IDS keeps a device list in ~/.plaidml from narrowing the enumeration.
+    run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "0", "PLAIDML_DEVICE_IDS": ""})
+    if run.fatal is not None:
+        return []
+    stable = set(run.order)
+    if user_exp != "0":
+        run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "1", "PLAIDML_DEVICE_IDS": ""})
+        if run.fatal is not None:
+            return []
+    cpu_first = sorted(run.order, key=lambda d: run.meta[d]["kind"] != "cpu")
+    todo = _device_todo(run.meta, cpu_first, "cpu" if speed_only else request)
+    for did in todo:
+        run.meta[did]["experimental"] = did not in stable
+        env = {"PLAIDML_DEVICE_IDS": did, "PLAIDML_EXPERIMENTAL": "0" if did in stable else "1"}
+        run.child({"devices": [did], "speed_only": speed_only}, env)
+        if did not in run.done and did not in run.failed:
+            fatal: Dict[str, Any] = run.fatal or {}
+            msg = fatal.get("message") or "the PlaidML process stopped without a result"
+            run.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
+            run.fatal = None
+    return todo
+
+
+def device_record(run: _FrameworkRun, did: str) -> Dict[str, Any]:
+    meta = run.meta.get(did, {"id": did, "kind": "?"})
+    data = run.done.get(did) or run.partial.get(did) or {}
+    rec: Dict[str, Any] = {
+        "framework": run.fw, "framework_version": run.version, "python": run.python,
+        "device": did, "kind": meta.get("kind"), "name": meta.get("name"), "api": meta.get("api"),
+        "verdict": None, "reason": None,
+        "correctness": data.get("correctness"), "learning": data.get("learning"), "speed": data.get("speed"),
+        "proof": data.get("proof"), "speedup_vs_framework_cpu": None, "speedup_vs_best_cpu": None,
+        "failure": run.failed.get(did),
+    }
+    for k in ("compute_capability", "gfx_target", "total_memory_bytes", "experimental"):
+        if meta.get(k) is not None:
+            rec[k] = meta[k]
+    if run.fw == "plaidml" and meta.get("kind") == "cpu":
+        rec["cpu_note"] = PLAIDML_CPU_NOTE.format(id=did)
+    return rec
+
+
+def _unavailable_record(fw: str, version: Optional[str], python: str, device: str, reason: str,
+                        kind: Optional[str] = None) -> Dict[str, Any]:
+    return {"framework": fw, "framework_version": version, "python": python, "device": device, "kind": kind,
+            "name": None, "api": None, "verdict": V.UNAVAILABLE, "reason": reason, "correctness": None,
+            "learning": None, "speed": None, "proof": None, "speedup_vs_framework_cpu": None,
+            "speedup_vs_best_cpu": None, "failure": None}
+
+
+def _ips(rec: Dict[str, Any]) -> Optional[float]:
+    sp = rec.get("speed")
+    if not isinstance(sp, dict) or sp.get("error") or sp.get("nan") or rec.get("failure"):
+        return None
+    v = sp.get("images_per_s")
+    return float(v) if v else None
+
+
+def run_verify(
+    python: Optional[str] = None,
+    framework: str = "any",
+    device: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    quick: bool = False,
+    stall: Optional[float] = None,
+    baseline_pythons: Optional[Sequence[str]] = None,
+    cpu_peers: bool = True,
+    inject: Optional[Dict[str, Any]] = None,
+    on_event: Optional[EventSink] = None,
+    overrides: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Verify the frameworks of `python` (default: this interpreter) on every usable device, or on
+    `device`. `timeout` bounds each child process; `stall` (default min(timeout, 180 s)) is how long a
+    child may go without reporting progress before it counts as hung. `baseline_pythons` are other
+    interpreters whose frameworks' CPU speed joins the best-CPU figure (speed only). `inject` is for
+    tests (fault injection in the payload); `overrides` replaces payload settings (payload.DEFAULTS:
+    repeats, budgets, tolerances) and is recorded in the result. Returns the result document
+    (mlprobe/verify/schema.py describes it)."""
+    if framework not in FRAMEWORK_CHOICES:
+        raise MlprobeError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
+                           ref="E603", exit_code=EXIT_USAGE)
+    t0 = time.monotonic()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    target = resolve_python(python)
+    opts = {"quick": quick, "timeout": float(timeout), "stall": float(stall or min(timeout, DEFAULT_STALL)),
+            "inject": inject, "overrides": dict(overrides or {})}
+
+    def note(ev: Dict[str, Any]) -> None:
+        if on_event is not None:
+            on_event(ev)
+
+    note({"event": "discover", "python": target})
+    disc = discover(target, timeout=min(timeout, 60.0))
+    chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
+    results: List[Dict[str, Any]] = []
+    fw_cpu: Dict[str, Dict[str, Any]] = {}
+    for fw in chosen:
+        run = _FrameworkRun(target, fw, opts, on_event)
+        todo = (_run_plaidml if fw == "plaidml" else _run_torch_or_tf)(run, device)
+        frec: Dict[str, Any] = {"name": fw, "version": run.version or (disc["frameworks"][fw] or {}).get("version"),
+                                "status": "verified", "import_s": run.import_s, "info": run.info,
+                                "unavailable_devices": [u for u in run.unavailable if not u.get("quiet")],
+                                "notes": [u["reason"] for u in run.unavailable if u.get("quiet")]}
+        if fw == "plaidml":
+            frec["shim_installed"] = bool((disc["frameworks"].get("plaidml") or {}).get("shim"))
+        if run.fatal is not None and not run.done:
+            frec["status"] = "unavailable"
+            frec["reason"] = run.fatal["message"]
+            if run.fatal.get("stderr_tail"):
+                frec["stderr_tail"] = run.fatal["stderr_tail"]
+            if fw == "plaidml" and "collections" in str(run.fatal.get("message")) and not frec.get("shim_installed"):
+                frec["reason"] += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10 "
+                                   "(mlprobe.shims.plaidml_compat.install_shim)")
+            results.append(_unavailable_record(fw, frec["version"], target, device or "any", frec["reason"]))
+            fw_records.append(frec)
+            continue
+        for did in todo:
+            rec = device_record(run, did)
+            results.append(rec)
+            if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
+                fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
+                              "images_per_s": _ips(rec), "device": did}
+        if device and not any(wanted(run.meta[d], device) and run.meta[d]["kind"] != "cpu" for d in todo) \
+                and device.lower() != "cpu":
+            reasons = [u["reason"] for u in run.unavailable if wanted(u, device) or u.get("id") == device]
+            results.append(_unavailable_record(
+                fw, run.version, target, device,
+                reasons[0] if reasons else f"{fw} {run.version or ''} sees no {device} device here".replace("  ", " "),
+                kind=device))
+        fw_records.append(frec)
+
+    # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
+    # because the fastest CPU path is what a user would otherwise use.
+    peers: List[Dict[str, Any]] = []
+    if cpu_peers:
+        peer_jobs: List[Tuple[str, str]] = [(target, f) for f in FRAMEWORKS
+                                            if f not in chosen and f != "plaidml"
+                                            and ((disc.get("frameworks") or {}).get(f) or {}).get("importable")]
+        for other in baseline_pythons or ():
+            try:
+                op = resolve_python(other)
+            except MlprobeError:
+                continue
+            try:
+                odisc = discover(op, timeout=min(timeout, 60.0))
+            except MlprobeError:
+                continue
+            if odisc.get("prefix") and odisc.get("prefix") == disc.get("prefix"):
+                continue  # the same environment (a venv's python is a link to its base: compare prefixes)
+            for f in FRAMEWORKS:
+                if f != "plaidml" and ((odisc.get("frameworks") or {}).get(f) or {}).get("importable"):
+                    peer_jobs.append((op, f))
+        for op, f in peer_jobs:
+            run = _FrameworkRun(op, f, dict(opts, inject=None), on_event)
+            _run_torch_or_tf(run, "cpu", speed_only=True)
+            for did in run.done:
+                rec = device_record(run, did)
+                if _ips(rec):
+                    peers.append({"framework": f, "version": run.version, "python": op,
+                                  "images_per_s": _ips(rec), "speed": rec["speed"]})
+
+    cpu_figures = list(fw_cpu.values()) + peers
+    best_cpu = max(cpu_figures, key=lambda r: r["images_per_s"]) if cpu_figures else None
+    if best_cpu:
+        best_cpu = dict(best_cpu, seconds_per_epoch=60000.0 / best_cpu["images_per_s"])
+        best_cpu.pop("speed", None)
+    for rec in results:
+        if rec["verdict"] is None:
+            rec["verdict"], rec["reason"] = V.decide(rec, fw_cpu.get(rec["framework"]), best_cpu)
+        ips = _ips(rec)
+        base = (fw_cpu.get(rec["framework"]) or {}).get("images_per_s")
+        if ips and base:
+            rec["speedup_vs_framework_cpu"] = round(ips / base, 3)
+        if ips and best_cpu:
+            rec["speedup_vs_best_cpu"] = round(ips / best_cpu["images_per_s"], 3)
+
+    doc: Dict[str, Any] = {
+        "schema": SCHEMA, "mlprobe_version": __version__, "started": started,
+        "python": {"executable": target, "version": disc.get("python"), "prefix": disc.get("prefix"),
+                   "platform": disc.get("platform"),
+                   "machine": disc.get("machine"), "cpu_count": disc.get("cpu_count")},
+        "request": {"framework": framework, "device": device, "quick": quick},
+        "overrides": dict(overrides or {}) or None,
+        "frameworks": fw_records, "results": results, "cpu_peers": peers, "best_cpu": best_cpu,
+        "tolerances": dict(TOLERANCES, **{k: v for k, v in (overrides or {}).items() if k in TOLERANCES}),
+    }
+    doc["summary"] = summarise(doc)
+    doc["exit_code"] = exit_code(doc)
+    doc["wall_s"] = round(time.monotonic() - t0, 2)
+    note({"event": "finished", "wall_s": doc["wall_s"]})
+    return doc
+
+
+def summarise(doc: Dict[str, Any]) -> List[str]:
+    out = [str(r["reason"]) for r in doc["results"] if r.get("reason")]
+    for f in doc["frameworks"]:
+        if f.get("status") == "not installed":
+            out.append(f"{f['name']}: {f['reason']}")
+    best = doc.get("best_cpu")
+    if best:
+        out.append(f"Best CPU figure: {best['framework']} {best.get('version') or ''} at "
+                   f"{V.fmt_ips(best['images_per_s'])} images/s ({best['seconds_per_epoch']:.0f} s per "
+                   f"60,000-image epoch)".replace("  ", " "))
+    if not doc["results"] and not any(f.get("status") == "not installed" for f in doc["frameworks"]):
+        out.append("No framework (torch, tensorflow, plaidml-keras) is installed in "
+                   f"{doc['python']['executable']}: nothing to verify")
+    return out
+
+
+def exit_code(doc: Dict[str, Any]) -> int:
+    verdicts = [r["verdict"] for r in doc["results"]]
+    if V.WRONG_RESULTS in verdicts:
+        return EXIT_FAILURE
+    if not any(v in V.WORKING for v in verdicts):
+        return EXIT_UNAVAILABLE
+    dev = (doc.get("request") or {}).get("device")
+    if dev and not any(r["verdict"] in V.WORKING and wanted(dict(r, id=r.get("device")), dev)
+                       for r in doc["results"]):
+        return EXIT_UNAVAILABLE
+    return EXIT_OK

@@ -1,0 +1,326 @@
+"""Recommendation -> steps, where packages come from, pip's failures read into errors, build variant
+pins, activate scripts, and the small pieces of the installer (no network but 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlprobe.errors import MlprobeError, ParseError
+from mlprobe.install import activate
+from mlprobe.install.backends import Sources, choose_backend, pip_command, pip_env, source_args
+from mlprobe.install.proc import Transcript
+from mlprobe.install.resolve import (classify_failure, needs_variant, parse_index_versions, parse_pip_report,
+                                     pick_variant, pin_variants)
+from mlprobe.install.steps import InstallOptions, build_plan, pick_recommendation
+from mlprobe.install.venv import Interpreter, check_system_target, check_venv_target, venv_state
+from tests.pep503_server import LocalIndex, build_wheel
+
+# What `mlprobe plan` gives for this machine's torch CPU recipe (index URL left to the data).
+PLAN_REC = {
+    "recipe": "torch-cpu", "title": "PyTorch, CPU build", "framework": "torch", "backend": "cpu",
+    "index": "cpu", "index_url": None, "packages": ["torch"], "env": {}, "files": [], "steps": [],
+    "commands": ["python -m pip install torch --index-url <pytorch-index>/cpu"],
+    "verify": {"framework": "torch", "device": "cpu"}, "warnings": [], "device": "cpu",
+}
+
+
+# ---------------------------------------------------------------- recommendation -> plan ------
+
+def test_plan_from_a_real_recommendation_without_index_url() -> None:
+    plan = build_plan(PLAN_REC, InstallOptions())
+    assert plan.recipe == "torch-cpu" and plan.packages == ["torch"] and plan.imports == ["torch"]
+    assert plan.variant_label == "cpu" and plan.recipe_index_url is None  # the placeholder is no URL
+    assert plan.sources.origin == "default index"
+    assert any("--use-pip-config" in w for w in plan.warnings)
+    assert plan.device == "cpu"
+
+
+def test_recipe_index_url_is_used_and_isolated() -> None:
+    rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
+    plan = build_plan(rec, InstallOptions())
+    assert plan.sources == Sources(index_url="http://127.0.0.1:9/whl/cpu", origin="recipe")
+    assert source_args(plan.sources) == ["--index-url", "http://127.0.0.1:9/whl/cpu"]
+    env = pip_env(plan.sources)
+    assert env["PIP_FIND_LINKS"].split() == [] and env["PIP_EXTRA_INDEX_URL"].split() == []
+
+
+def test_index_url_from_the_recipe_commands_and_dict_form() -> None:
+    rec = dict(PLAN_REC, commands=["pip install torch --index-url http://127.0.0.1:9/whl/cu126"], index="cu126")
+    assert build_plan(rec, InstallOptions()).recipe_index_url == "http://127.0.0.1:9/whl/cu126"
+    rec = dict(PLAN_REC, index={"id": "pytorch", "suffix": "rocm6.2", "url": "http://127.0.0.1:9/whl/rocm6.2"})
+    plan = build_plan(rec, InstallOptions())
+    assert plan.variant_label == "rocm6.2" and plan.sources.index_url == "http://127.0.0.1:9/whl/rocm6.2"
+
+
+def test_user_sources_override_the_recipe() -> None:
+    rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
+    s = build_plan(rec, InstallOptions(index_url="http://mirror.invalid/simple")).sources
+    assert s.index_url == "http://mirror.invalid/simple" and s.origin == "--index-url"
+    s = build_plan(rec, InstallOptions(use_pip_config=True, find_links=("/w",))).sources
+    assert s.use_pip_config and s.origin == "pip configuration" and source_args(s) == ["--find-links", "/w"]
+    assert "PIP_FIND_LINKS" not in pip_env(s) or pip_env(s)["PIP_FIND_LINKS"] == os.environ.get("PIP_FIND_LINKS")
+    s = build_plan(rec, InstallOptions(no_index=True, find_links=("/w",))).sources
+    assert source_args(s) == ["--no-index", "--find-links", "/w"]
+    with pytest.raises(MlprobeError) as e:
+        build_plan(rec, InstallOptions(no_index=True))
+    assert e.value.ref == "E513"
+    with pytest.raises(MlprobeError):
+        build_plan(rec, InstallOptions(use_pip_config=True, index_url="http://x.invalid/"))
+
+
+def test_env_files_and_shims() -> None:
+    rec = {"recipe": "plaidml-keras", "framework": "keras", "packages": ["plaidml-keras==0.7.0"],
+           "env": {"PLAIDML_DEVICE_IDS": "opencl_amd_ellesmere.0"},
+           "files": [{"path": "plaidml.json", "json": {"PLAIDML_DEVICE_IDS": ["opencl_amd_ellesmere.0"]}}],
+           "steps": [{"shim": "plaidml-collections", "why": "Keras 2.2.4 on Python >= 3.10"}]}
+    plan = build_plan(rec, InstallOptions())
+    assert plan.shims == ["plaidml-collections"] and plan.env == {"PLAIDML_DEVICE_IDS": "opencl_amd_ellesmere.0"}
+    assert json.loads(plan.config_files[0]["content"]) == {"PLAIDML_DEVICE_IDS": ["opencl_amd_ellesmere.0"]}
+    assert plan.sources.origin == "default index" and plan.variant_label is None
+
+
+def test_pick_recommendation() -> None:
+    plan = {"recommended": [PLAN_REC, dict(PLAN_REC, recipe="torch-cuda")],
+            "rejected": [{"recipe": "torch-rocm", "reasons": ["no AMD GPU"]}]}
+    assert pick_recommendation(plan, None)["recipe"] == "torch-cpu"
+    assert pick_recommendation(plan, "torch-cuda")["recipe"] == "torch-cuda"
+    with pytest.raises(MlprobeError) as e:
+        pick_recommendation(plan, "torch-rocm")
+    assert "no AMD GPU" in (e.value.why or "")
+    with pytest.raises(MlprobeError) as e:
+        pick_recommendation(plan, "nope")
+    assert "torch-cpu" in (e.value.why or "")
+    with pytest.raises(MlprobeError):
+        pick_recommendation({"recommended": []}, None)
+
+
+# ---------------------------------------------------------------- sources through real pip ---
+
+def test_isolation_from_pip_configuration_with_real_pip(tmp_path: Path) -> None:
+    """PIP_FIND_LINKS offers goodlib 3.0; the recipe's index only 1.0. Isolated, pip sees 1.0; with
+    --use-pip-config it sees both."""
+    served, extra = tmp_path / "served", tmp_path / "extra"
+    build_wheel(served, "goodlib", "1.0")
+    build_wheel(extra, "goodlib", "3.0")
+    base = dict(os.environ, PIP_FIND_LINKS=str(extra))
+    with LocalIndex(served, max_requests=50, lifetime_s=60) as idx:
+        def versions(s: Sources) -> str:
+            env = {**pip_env(s), "PIP_FIND_LINKS": base["PIP_FIND_LINKS"]} if s.use_pip_config else \
+                {**base, **{k: v for k, v in pip_env(s).items() if k.startswith("PIP_")}}
+            cp = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "goodlib", *source_args(s)],
+                                capture_output=True, text=True, timeout=120, env=env)
+            return cp.stdout
+        assert "3.0" not in versions(Sources(index_url=idx.url, origin="recipe"))
+        assert "1.0" in versions(Sources(index_url=idx.url, origin="recipe"))
+        both = versions(Sources(index_url=idx.url, use_pip_config=True, origin="pip configuration"))
+        assert "3.0" in both
+
+
+def test_variant_pin_through_pip_sources(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    build_wheel(folder, "torch", "2.13.0+cpu")
+    build_wheel(folder, "torch", "2.14.1")
+    s = Sources(no_index=True, find_links=(str(folder),), origin="--find-links")
+    pinned, notes = pin_variants([sys.executable, "-m", "pip"], ["torch", "numpy>=1"], "cpu", s)
+    assert pinned == ["torch==2.13.0+cpu", "numpy>=1"] and "2.13.0+cpu" in notes[0]
+    with pytest.raises(MlprobeError) as e:
+        pin_variants([sys.executable, "-m", "pip"], ["torch"], "cu126", s)
+    assert e.value.ref == "E514" and "+cu126" in e.value.what
+
+
+def test_pick_variant_and_needs_variant() -> None:
+    versions = ["2.15.0", "2.14.1", "2.14.0+cpu", "2.13.0+cpu", "2.13.0+cu126", "bad version"]
+    assert pick_variant(versions, "torch", "cpu") == "2.14.0+cpu"
+    assert pick_variant(versions, "torch<2.14", "cpu") == "2.13.0+cpu"
+    assert pick_variant(versions, "torch", "cu126") == "2.13.0+cu126"
+    assert pick_variant(versions, "torch", "rocm6.2") is None
+    assert needs_variant("torch") and needs_variant("torchvision>=0.2")
+    assert not needs_variant("torch==2.13.0+cpu") and not needs_variant("numpy")
+
+
+def test_parse_index_versions() -> None:
+    text = "torch (2.15.0)\nAvailable versions: 2.15.0, 2.13.0+cpu, 2.13.0\n  INSTALLED: 2.13.0+cpu\n"
+    assert parse_index_versions(text) == ["2.15.0", "2.13.0+cpu", "2.13.0"]
+    with pytest.raises(ParseError):
+        parse_index_versions("ERROR: No matching distribution found for torch")
+
+
+# ---------------------------------------------------------------- pip's failures -------------
+
+FAILURES: Dict[str, str] = {
+    "conflict": "ERROR: Cannot install conflict-a==1.0 and conflict-b==1.0 because these package versions have "
+                "conflicting dependencies.\nERROR: ResolutionImpossible: for help visit https://x/",
+    "404": "ERROR: HTTP error 404 while getting http://127.0.0.1:1/files/gone_lib-1.0-py3-none-any.whl\n"
+           "ERROR: 404 Client Error: Not Found for url: http://127.0.0.1:1/files/gone_lib-1.0-py3-none-any.whl",
+    "down": "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after "
+            "connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object>: "
+            "Failed to establish a new connection: [Errno 111] Connection refused')': /simple/demo-app/\n"
+            "ERROR: Could not find a version that satisfies the requirement demo-app (from versions: none)\n"
+            "ERROR: No matching distribution found for demo-app",
+    "missing": "ERROR: Could not find a version that satisfies the requirement incompat-lib (from versions: "
+               "none)\nERROR: No matching distribution found for incompat-lib",
+    "broken": "Installing collected packages: goodlib, brokenlib\nTraceback (most recent call last):\n"
+              "zipfile.BadZipFile: Bad CRC-32 for file 'brokenlib/__init__.py'",
+    "pep668": "error: externally-managed-environment\n\n× This environment is externally managed",
+    "cancel": "ERROR: Operation cancelled by user",
+    "uv-conflict": "  × No solution found when resolving dependencies:\n  ╰─▶ Because conflict-a==1.0 depends on "
+                   "goodlib==1.0 and conflict-b==1.0 depends on goodlib==2.0, we can conclude ...",
+}
+
+
+@pytest.mark.parametrize("name,kind,ref", [
+    ("conflict", "conflict", "E504"), ("404", "not-found", "E502"), ("down", "network", "E501"),
+    ("missing", "not-found", "E503"), ("broken", "broken", "E505"), ("pep668", "externally-managed", "E508"),
+    ("cancel", "interrupted", "E507"), ("uv-conflict", "conflict", "E504"),
+])
+def test_classify_failure(name: str, kind: str, ref: str) -> None:
+    f = classify_failure(FAILURES[name], "pip", "installing")
+    assert (f.kind, f.ref) == (kind, ref)
+    assert f.what and f.next_step
+    err = f.to_error()
+    assert err.render().startswith(f"error [{ref}]")
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(max_size=400))
+def test_classify_failure_never_raises(text: str) -> None:
+    f = classify_failure(text)
+    assert f.ref.startswith("E5")
+
+
+# ---------------------------------------------------------------- pip's report ---------------
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A report from real pip against the local index."""
+    folder = tmp_path_factory.mktemp("w")
+    build_wheel(folder, "goodlib", "2.0")
+    build_wheel(folder, "demo-app", "1.0", requires=["goodlib>=2"])
+    cp = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--report", "-",
+                         "--quiet", "--no-index", "--find-links", str(folder), "demo-app"],
+                        capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, PIP_FIND_LINKS=" ", PIP_EXTRA_INDEX_URL=" "))
+    assert cp.returncode == 0, cp.stderr
+    yield cp.stdout
+
+
+def test_parse_pip_report(real_report: str) -> None:
+    dists = parse_pip_report(real_report)
+    assert {(d.name, d.version) for d in dists} == {("demo-app", "1.0"), ("goodlib", "2.0")}
+    assert [d.name for d in dists if d.requested] == ["demo-app"]
+    assert all(d.url and d.url.startswith("file:") and d.filename for d in dists)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), cut=st.floats(0, 1), how=st.sampled_from(["cut", "insert", "prompt"]))
+def test_fuzz_pip_report(real_report: str, seed: int, cut: float, how: str) -> None:
+    n = len(parse_pip_report(real_report))
+    rnd = random.Random(seed)
+    if how == "cut":
+        text = real_report[: int(len(real_report) * cut)]
+    elif how == "insert":
+        at = rnd.randrange(len(real_report))
+        text = real_report[:at] + chr(rnd.randrange(32, 0x250)) + real_report[at:]
+    else:
+        text = "user@host:~$ pip install --dry-run --report - demo-app\n" + real_report
+    try:
+        assert len(parse_pip_report(text)) <= n
+    except ParseError:
+        pass
+
+
+# ---------------------------------------------------------------- activate scripts -----------
+
+def test_activate_scripts_in_a_real_venv(tmp_path: Path) -> None:
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    scripts = venv / "bin"
+    original = {p.name: p.read_bytes() for p in activate.activate_scripts(scripts)}
+    env = {"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "PLAIDML_DEVICE_IDS": "metal_amd_radeon_pro_5600m.0 it's"}
+    written = activate.write_env(scripts, env)
+    assert {p.name for p in written} == set(original)
+    assert activate.write_env(scripts, env) == []  # idempotent
+    sh = (f"export HSA_OVERRIDE_GFX_VERSION=mine; . {venv}/bin/activate; echo \"[$HSA_OVERRIDE_GFX_VERSION]"
+          f"[$PLAIDML_DEVICE_IDS]\"; deactivate; echo \"[$HSA_OVERRIDE_GFX_VERSION][${{PLAIDML_DEVICE_IDS-unset}}]\"")
+    out = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, timeout=30).stdout.splitlines()
+    assert out == ["[10.3.0][metal_amd_radeon_pro_5600m.0 it's]", "[mine][unset]"]
+    ps1 = (scripts / "Activate.ps1").read_text()
+    if "# SIG # Begin signature block" in ps1:
+        assert ps1.index("$env:HSA_OVERRIDE_GFX_VERSION") < ps1.index("# SIG # Begin signature block")
+    activate.write_env(scripts, {})
+    assert {p.name: p.read_bytes() for p in activate.activate_scripts(scripts)} == original
+    if shutil.which("fish"):
+        fish = subprocess.run(["fish", "-c", f"source {venv}/bin/activate.fish; echo $HSA_OVERRIDE_GFX_VERSION"],
+                              capture_output=True, text=True, timeout=30)
+        assert fish.stdout.strip() == "10.3.0"
+
+
+def test_windows_scripts_render() -> None:
+    out = activate.render_scripts({"HSA_OVERRIDE_GFX_VERSION": "10.3.0"},
+                                  {"activate.bat": "@echo off\r\nset VIRTUAL_ENV=C:\\v\r\n",
+                                   "deactivate.bat": "@echo off\r\n"})
+    assert 'set "HSA_OVERRIDE_GFX_VERSION=10.3.0"' in out["activate.bat"] and "\r\n" in out["activate.bat"]
+    assert 'set "HSA_OVERRIDE_GFX_VERSION="' in out["deactivate.bat"]
+    with pytest.raises(MlprobeError):
+        activate.check_names({"BAD NAME": "x"})
+
+
+# ---------------------------------------------------------------- small pieces ---------------
+
+def _interp(**kw: object) -> Interpreter:
+    base = dict(executable="/usr/bin/python3", version="3.12.3", implementation="cpython", prefix="/usr",
+                base_prefix="/usr", in_venv=False, externally_managed=False, stdlib="/usr/lib/python3.12",
+                purelib="/usr/lib/python3/dist-packages", platlib="/usr/lib/python3/dist-packages",
+                scripts="/usr/bin", has_pip=False)
+    base.update(kw)
+    return Interpreter(**base)  # type: ignore[arg-type]
+
+
+def test_pep668_system_interpreter_is_refused() -> None:
+    with pytest.raises(MlprobeError) as e:
+        check_system_target(_interp(externally_managed=True))
+    assert e.value.ref == "E508" and "--venv" in (e.value.next_step or "")
+    check_system_target(_interp())
+
+
+def test_venv_states(tmp_path: Path) -> None:
+    assert venv_state(tmp_path / "nope") == "missing"
+    (tmp_path / "empty").mkdir()
+    assert venv_state(tmp_path / "empty") == "empty"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x").write_text("x")
+    with pytest.raises(MlprobeError) as e:
+        check_venv_target(tmp_path / "other")
+    assert e.value.ref == "E509"
+
+
+def test_pip_command_for_a_venv_never_targets_this_interpreter(tmp_path: Path) -> None:
+    venv_py = tmp_path / "v" / "bin" / "python"
+    venv_py.parent.mkdir(parents=True)
+    os.symlink(sys.executable, venv_py)  # like a venv: a link to the base interpreter
+    cmd = pip_command(str(venv_py), target_has_pip=False)
+    assert cmd[-2:] == ["--python", str(venv_py)]
+    assert pip_command(str(venv_py), target_has_pip=True) == [str(venv_py), "-m", "pip"]
+    b = choose_backend("pip", Sources(origin="recipe"), str(venv_py), False)
+    assert b.name == "pip" and str(venv_py) in b.install_argv(["x"], Sources(origin="recipe"))
+
+
+def test_transcript_without_path_writes_nothing(tmp_path: Path) -> None:
+    t = Transcript(None)
+    t.note("hello")
+    t.close()
+    t2 = Transcript(tmp_path / "logs" / "a.log")
+    t2.note("hello")
+    t2.close()
+    assert "hello" in (tmp_path / "logs" / "a.log").read_text()

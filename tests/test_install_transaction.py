@@ -1,0 +1,391 @@
+"""`mlprobe install --apply` against a real index on 127.0.0.1, real venvs and real pip: every
+failure leaves an existing environment as it was (same `pip freeze`, same files) and removes a
+half-made new venv; the error names what failed and what to try next."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from tests.pep503_server import (IndexConfig, LocalIndex, free_port_url, make_venv, pip_freeze, pip_install,
+                                 sample_wheels, tree_state)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("wheels")
+    sample_wheels(folder)
+    return folder
+
+
+@pytest.fixture()
+def index(wheels: Path) -> Iterator[LocalIndex]:
+    with LocalIndex(wheels, IndexConfig(), max_requests=3000, lifetime_s=240) as idx:
+        yield idx
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cwd").mkdir()
+    return tmp_path
+
+
+def recipe(work: Path, packages: List[str], **extra: object) -> Path:
+    rec = {"recipe": "demo", "title": "a demo recipe", "framework": "demo", "packages": packages}
+    rec.update(extra)
+    path = work / f"recipe-{abs(hash(tuple(packages))) % 10**8}.json"
+    path.write_text(json.dumps(rec))
+    return path
+
+
+def cli_env(work: Path) -> Dict[str, str]:
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = str(work / "cache")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def cli(work: Path, *args: str, timeout: float = 300) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([sys.executable, "-m", "mlprobe", "install", *args], cwd=work / "cwd",
+                          capture_output=True, text=True, timeout=timeout, env=cli_env(work))
+
+
+def existing_env(work: Path, index: LocalIndex, *packages: str) -> Tuple[Path, Path, str, Dict[str, str]]:
+    venv = work / "env"
+    py = make_venv(venv)
+    if packages:
+        pip_install(py, index.url, *packages)
+    return venv, py, pip_freeze(py), tree_state(venv)
+
+
+def assert_unchanged(venv: Path, py: Path, freeze: str, tree: Dict[str, str]) -> None:
+    assert pip_freeze(py) == freeze
+    after = tree_state(venv)
+    assert sorted(set(after) ^ set(tree)) == []
+    assert {k for k in tree if tree[k] != after[k]} == set()
+
+
+# ---------------------------------------------------------------- success first --------------
+
+def test_apply_into_existing_venv_upgrades_and_writes_env(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, _ = existing_env(work, index, "goodlib==1.0")
+    assert "goodlib==1.0" in freeze
+    rec = recipe(work, ["demo-app"], env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}, imports=["demo_app"])
+    cp = cli(work, "--recipe-file", str(rec), "--index-url", index.url, "--apply", "--venv", str(venv))
+    assert cp.returncode == 0, cp.stderr
+    after = pip_freeze(py)
+    assert "goodlib==2.0" in after and "demo-app==1.0" in after
+    assert "HSA_OVERRIDE_GFX_VERSION='10.3.0'" in (venv / "bin" / "activate").read_text()
+    assert "HSA_OVERRIDE_GFX_VERSION" in (venv / "bin" / "activate.fish").read_text()
+    out = subprocess.run(["bash", "-c", f". {venv}/bin/activate && echo $HSA_OVERRIDE_GFX_VERSION && deactivate "
+                          "&& echo ${HSA_OVERRIDE_GFX_VERSION-unset}"], capture_output=True, text=True, timeout=30)
+    assert out.stdout.split() == ["10.3.0", "unset"]
+    logs = list((work / "cache" / "mlprobe" / "logs").glob("install-demo-*.log"))
+    assert len(logs) == 1 and "Successfully installed" in logs[0].read_text()
+    assert str(logs[0]) in cp.stdout
+    # Nothing was written outside the venv and the log folder (no rc file, nothing in the cwd).
+    assert list((work / "cwd").iterdir()) == []
+
+
+def test_apply_new_venv_default_path_and_json(work: Path, index: LocalIndex) -> None:
+    rec = recipe(work, ["demo-app"])
+    cp = cli(work, "--recipe-file", str(rec), "--index-url", index.url, "--apply", "--without-pip", "--json")
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    venv = work / "cwd" / "mlprobe-demo-venv"
+    assert doc["applied"] is True and doc["result"]["path"] == str(venv)
+    assert "demo-app==1.0" in pip_freeze(venv / "bin" / "python")
+    assert {d["name"] for d in doc["resolution"]["distributions"]} == {"demo-app", "goodlib"}
+
+
+# ---------------------------------------------------------------- failures, existing env -----
+
+def test_broken_wheel_midway_restores_upgraded_package(work: Path, index: LocalIndex) -> None:
+    """pip installs goodlib 2.0 over 1.0, then fails on brokenlib's damaged payload: the 1.0 files
+    come back and the half-installed brokenlib leaves nothing behind."""
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv))
+    assert cp.returncode == 1
+    assert "[E505]" in cp.stderr and "damaged" in cp.stderr
+    assert "environment restored" in cp.stderr and "next:" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+    v = subprocess.run([str(py), "-c", "import goodlib; print(goodlib.__version__)"], capture_output=True,
+                       text=True, timeout=60)
+    assert v.stdout.strip() == "1.0"
+
+
+def test_404_is_caught_before_anything_changes(work: Path, index: LocalIndex) -> None:
+    index.config.missing_files = {"gone_lib-1.0-py3-none-any.whl"}  # listed (with metadata), not served
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["gone-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv))
+    assert cp.returncode in (1, 3), cp.stdout
+    assert "[E502]" in cp.stderr and "404" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_404_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
+    """The file disappears between the pre-flight and the install: pip fails on the download."""
+    from mlprobe.errors import MlprobeError
+    from mlprobe.install.apply import apply, prepare
+    from mlprobe.install.steps import InstallOptions, build_plan
+
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
+    pre = prepare(build_plan({"recipe": "demo", "packages": ["gone-app"]}, opts), opts)
+    assert pre.ok, pre.problems
+    index.config.missing_files = {"gone_lib-1.0-py3-none-any.whl"}
+    with pytest.raises(MlprobeError) as err:
+        apply(pre, opts)
+    assert err.value.ref == "E502", err.value.render()
+    assert "404" in (err.value.why or "")
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_index_down_is_caught_before_anything_changes(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    down = free_port_url()
+    started = time.perf_counter()
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", down,
+             "--apply", "--venv", str(venv))
+    assert cp.returncode == 3
+    assert "[E501]" in cp.stderr and "cannot reach" in cp.stderr
+    assert "--find-links" in cp.stderr and "--use-pip-config" in cp.stderr  # what to try next
+    assert time.perf_counter() - started < 60
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path) -> None:
+    """The pre-flight passes, then the index stops answering before pip runs."""
+    from mlprobe.install.apply import apply, prepare
+    from mlprobe.install.steps import InstallOptions, build_plan
+    from mlprobe.errors import MlprobeError
+
+    with LocalIndex(wheels, IndexConfig(), max_requests=500, lifetime_s=120) as idx:
+        venv, py, freeze, tree = existing_env(work, idx, "goodlib==1.0")
+        opts = InstallOptions(index_url=idx.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
+        plan = build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts)
+        pre = prepare(plan, opts)
+        assert pre.ok, pre.problems
+    with pytest.raises(MlprobeError) as err:
+        apply(pre, opts)
+    assert err.value.ref == "E501", err.value.render()
+    assert "environment restored" in (err.value.why or "")
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_incompatible_wheel_is_named_by_the_index_check(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["incompat-lib"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv))
+    assert cp.returncode == 3
+    assert "[E503]" in cp.stderr and "cp27-cp27mu-manylinux1_x86_64" in cp.stdout + cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_incompatible_wheel_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
+    """Past the checks (as if they had passed), pip itself refuses: still nothing changes."""
+    from mlprobe.errors import MlprobeError
+    from mlprobe.install.apply import apply, prepare
+    from mlprobe.install.steps import InstallOptions, build_plan
+
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
+    pre = prepare(build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts), opts)
+    pre.packages = ["demo-app", "incompat-lib"]
+    with pytest.raises(MlprobeError) as err:
+        apply(pre, opts)
+    assert err.value.ref == "E503", err.value.render()
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_resolver_conflict(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["conflict-a", "conflict-b"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv))
+    assert cp.returncode == 3
+    assert "[E504]" in cp.stderr and "conflict" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+    # And past the dry run, the install step reports the same and restores.
+    from mlprobe.errors import MlprobeError
+    from mlprobe.install.apply import apply, prepare
+    from mlprobe.install.steps import InstallOptions, build_plan
+
+    opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
+    pre = prepare(build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts), opts)
+    pre.packages = ["conflict-a", "conflict-b"]
+    with pytest.raises(MlprobeError) as err:
+        apply(pre, opts)
+    assert err.value.ref == "E504"
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_import_failure_after_install_rolls_back(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["bad-import", "demo-app"], imports=["bad_import"],
+                                               env={"PLAIDML_DEVICE_IDS": "llvm_cpu.0"})),
+             "--index-url", index.url, "--apply", "--venv", str(venv))
+    assert cp.returncode == 1
+    assert "[E516]" in cp.stderr and "planted" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)  # activate scripts included
+
+
+# ---------------------------------------------------------------- new venvs ----------------
+
+def test_failure_removes_half_made_venv(work: Path, index: LocalIndex) -> None:
+    venv = work / "cwd" / "new-env"
+    cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv), "--without-pip")
+    assert cp.returncode == 1 and "[E505]" in cp.stderr
+    assert "removed the half-made environment" in cp.stderr
+    assert not venv.exists()
+
+
+def test_failure_in_empty_folder_leaves_it_empty(work: Path, index: LocalIndex) -> None:
+    venv = work / "cwd" / "empty"
+    venv.mkdir()
+    cp = cli(work, "--recipe-file", str(recipe(work, ["bad-import"], imports=["bad_import"])),
+             "--index-url", index.url, "--apply", "--venv", str(venv), "--without-pip")
+    assert cp.returncode == 1 and "[E516]" in cp.stderr
+    assert venv.is_dir() and list(venv.iterdir()) == []
+
+
+def test_refuses_non_empty_folder_that_is_not_a_venv(work: Path, index: LocalIndex) -> None:
+    folder = work / "cwd" / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(folder))
+    assert cp.returncode == 2 and "[E509]" in cp.stderr
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+# ---------------------------------------------------------------- Ctrl-C -------------------
+
+def _wait(pred, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _interrupt_during_download(work: Path, wheels: Path, venv: Path, target: str,
+                               extra: List[str]) -> Tuple["subprocess.CompletedProcess[str]", LocalIndex]:
+    # The dry run's download is quick, the install's is slow: the interrupt lands in the install.
+    cfg = IndexConfig(slow_files={"big_lib-1.0-py3-none-any.whl"}, slow_chunk=16 * 1024, slow_tick_s=0.05,
+                      slow_from_nth=2)
+    with LocalIndex(wheels, cfg, max_requests=500, lifetime_s=180) as idx:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlprobe", "install", "--recipe-file", str(recipe(work, ["big-app"])),
+             "--index-url", idx.url, "--apply", "--venv", str(venv), *extra],
+            cwd=work / "cwd", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(work))
+        try:
+            assert idx.slow_started.wait(120), "the slow download never started"
+            time.sleep(0.3)
+            if target == "mlprobe":
+                proc.send_signal(signal.SIGINT)
+            else:
+                import psutil
+
+                kids = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                        if "pip" in " ".join(c.cmdline())]
+                assert kids, "no pip child found"
+                kids[0].send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+            assert "installing with" in err, (out, err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), idx
+
+
+def test_ctrl_c_to_mlprobe_restores_existing_env(work: Path, wheels: Path) -> None:
+    with LocalIndex(wheels, IndexConfig(), max_requests=200, lifetime_s=60) as idx:
+        venv, py, freeze, tree = existing_env(work, idx, "goodlib==1.0")
+    cp, _ = _interrupt_during_download(work, wheels, venv, "mlprobe", [])
+    assert cp.returncode == 130, cp.stderr
+    assert "[E507]" in cp.stderr and "interrupted" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+
+
+def test_ctrl_c_to_mlprobe_removes_new_venv(work: Path, wheels: Path) -> None:
+    venv = work / "cwd" / "new-env"
+    cp, _ = _interrupt_during_download(work, wheels, venv, "mlprobe", ["--without-pip"])
+    assert cp.returncode == 130, cp.stderr
+    assert "removed the half-made environment" in cp.stderr
+    assert not venv.exists()
+
+
+def test_sigint_to_the_pip_child_restores_existing_env(work: Path, wheels: Path) -> None:
+    with LocalIndex(wheels, IndexConfig(), max_requests=200, lifetime_s=60) as idx:
+        venv, py, freeze, tree = existing_env(work, idx, "goodlib==1.0")
+    cp, _ = _interrupt_during_download(work, wheels, venv, "pip", [])
+    assert cp.returncode != 0
+    assert "[E507]" in cp.stderr or "[E506]" in cp.stderr, cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+
+
+# ---------------------------------------------------------------- without --apply ----------
+
+def _snapshot(*roots: Path) -> Dict[str, Dict[str, str]]:
+    return {str(r): tree_state(r, skip_pycache=False) for r in roots}
+
+
+def _fresh_home_env(work: Path, home: Path) -> Dict[str, str]:
+    env = cli_env(work)
+    env["HOME"] = str(home)
+    env.pop("XDG_CACHE_HOME")
+    # pip asks `rustc --version` for its user agent; rustup's rustc proxy initialises ~/.rustup in a
+    # fresh HOME. That write is rustup's, not mlprobe's or pip's: keep rustc out of this PATH.
+    env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                  if d and not os.path.exists(os.path.join(d, "rustc")))
+    # The scan's OpenCL enumeration runs PoCL, whose kernel cache lives in ~/.cache/pocl (the scan's
+    # business, not the installer's: reported to the lead).
+    env["POCL_CACHE_DIR"] = str(work / "pocl-cache")
+    return env
+
+
+def test_without_apply_nothing_is_written(work: Path, index: LocalIndex) -> None:
+    home = work / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("# mine\n")
+    rec = recipe(work, ["demo-app"], env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"},
+                 files=[{"path": "plaidml.json", "json": {"PLAIDML_DEVICE_IDS": ["llvm_cpu.0"]}}])
+    before = _snapshot(home, work / "cwd", work / "cache")
+    env = _fresh_home_env(work, home)
+    cp = subprocess.run([sys.executable, "-m", "mlprobe", "install", "--recipe-file", str(rec), "--index-url",
+                         index.url], cwd=work / "cwd", capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode == 0, cp.stderr
+    assert "demo-app" in cp.stdout and "goodlib" in cp.stdout and "nothing was installed" in cp.stdout
+    assert _snapshot(home, work / "cwd", work / "cache") == before
+    assert not (work / "cwd" / "mlprobe-demo-venv").exists()
+
+
+def test_without_apply_real_plan_writes_nothing(work: Path) -> None:
+    """The whole command on this machine (scan, plan, pip's configured sources, dry run)."""
+    pytest.importorskip("mlprobe.plan")
+    home = work / "home"
+    home.mkdir()
+    env = _fresh_home_env(work, home)
+    before = _snapshot(home, work / "cwd")
+    cp = subprocess.run([sys.executable, "-m", "mlprobe", "install", "--framework", "torch", "--use-pip-config",
+                         "--json"], cwd=work / "cwd", capture_output=True, text=True, timeout=600, env=env)
+    assert cp.returncode in (0, 3), cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["applied"] is False
+    assert _snapshot(home, work / "cwd") == before

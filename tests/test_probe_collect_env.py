@@ -1,0 +1,218 @@
+"""collect_env probe: `python -m torch.utils.collect_env` pastes (CUDA on Linux, ROCm on WSL2, CUDA
+on Windows) -> torch build, GPUs, runtimes, and OS/CPU only where the bundle has nothing better."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mlprobe.errors import ParseError
+from mlprobe.host import ReplayHost
+from mlprobe.probes import collect_env as ce
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+BUNDLES = sorted(p.parent.name for p in FIX.glob("*/collect_env.txt"))
+
+
+def read(folder: str) -> str:
+    return (FIX / folder / "collect_env.txt").read_bytes().decode("utf-8", errors="replace")
+
+
+# A 4-GPU block as printed by torch 2.x collect_env (quoted in a public issue digest); the list
+# starts on the line after its key and ends at a blank line.
+MULTI = """PyTorch version: 2.5.1+cu124
+Is debug build: False
+CUDA used to build PyTorch: 12.4
+ROCM used to build PyTorch: N/A
+
+OS: Rocky Linux 8.10 (Green Obsidian) (x86_64)
+Python platform: Linux-4.18.0-553.40.1.el8_10.x86_64-x86_64-with-glibc2.28
+Is CUDA available: True
+CUDA runtime version: 12.4.131
+CUDA_MODULE_LOADING set to: LAZY
+GPU models and configuration:@
+GPU 0: NVIDIA A100 80GB PCIe
+GPU 1: NVIDIA A100 80GB PCIe
+GPU 2: NVIDIA A100 80GB PCIe
+GPU 3: NVIDIA A100 80GB PCIe
+
+Nvidia driver version: 550.54.15
+cuDNN version: Could not collect
+HIP runtime version: N/A
+MIOpen runtime version: N/A
+""".replace("@", " ")  # collect_env prints the key with a trailing space before the list
+
+
+def test_there_are_cuda_and_rocm_bundles() -> None:
+    envs = [ce.parse_collect_env(read(f)) for f in BUNDLES]
+    assert len(envs) >= 3
+    assert any(ce.known(e.get("ROCM used to build PyTorch")) for e in envs)
+    assert any(ce.known(e.get("CUDA used to build PyTorch")) for e in envs)
+
+
+def test_linux_cuda_h100() -> None:
+    env = ce.parse_collect_env(read("linux-nvidia-h100-torch-collect-env"))
+    gpus = ce.gpus_from_env(env)
+    assert [
+        (g.vendor, g.name, g.driver_version, g.apis, g.compute_capability, g.integrated) for g in gpus
+    ] == [("nvidia", "NVIDIA H100 80GB HBM3", "570.172.08", ("cuda",), "9.0", False)]
+    fws = {f.name: f for f in ce.frameworks_from_env(env)}
+    # the version exactly as printed (no +cu130), the flavour from "CUDA used to build PyTorch: 13.0"
+    assert (fws["torch"].version, fws["torch"].flavour, fws["torch"].cuda) == ("2.9.0", "cu130", "13.0")
+    assert fws["torchvision"].version == "0.24.0" and fws["torchaudio"].version == "2.9.0"
+    assert "triton" not in fws and "numpy" not in fws
+    rt = ce.runtimes_from_env(env, "Linux")
+    assert rt["cuda"] == {"driver_version": "570.172.08", "version": "12.8", "toolkit_version": "13.0.88"}
+    assert "rocm" not in rt
+    os_facts = ce.os_from_env(env)
+    assert os_facts is not None and (os_facts.system, os_facts.distro, os_facts.glibc, os_facts.wsl) == (
+        "Linux",
+        "Ubuntu 22.04.5 LTS",
+        "2.35",
+        False,
+    )
+    cpu = ce.cpu_from_env(env)
+    assert cpu is not None and (cpu.vendor, cpu.cores, cpu.threads, cpu.x86_64_level) == ("intel", 64, 128, 4)
+    assert "amx_bf16" in cpu.flags and cpu.source == "collect_env.txt"
+
+
+def test_wsl2_rocm() -> None:
+    env = ce.parse_collect_env(read("linux-amd-rx6800xt-wsl2-rocm-torch-collect-env"))
+    (gpu,) = ce.gpus_from_env(env)
+    assert (gpu.vendor, gpu.name, gpu.apis, gpu.driver_version) == (
+        "amd",
+        "AMD Radeon RX 6800 XT",
+        ("rocm",),
+        None,
+    )
+    torch = ce.frameworks_from_env(env)[0]
+    assert (torch.version, torch.flavour) == ("2.1.2+rocm6.1.3", "rocm6.1.3")
+    assert ce.runtimes_from_env(env, "Linux") == {
+        "rocm": {"hip_version": "6.1.40093", "miopen_version": "3.1.0"}
+    }
+    os_facts = ce.os_from_env(env)
+    assert (
+        os_facts is not None
+        and os_facts.wsl is True
+        and os_facts.release == "5.15.153.1-microsoft-standard-WSL2"
+    )
+    assert ce.cpu_from_env(env) is None  # this torch printed no CPU section
+
+
+def test_windows_cuda() -> None:
+    env = ce.parse_collect_env(read("windows-nvidia-rtx3060ti-torch-collect-env"))
+    (gpu,) = ce.gpus_from_env(env)
+    assert (gpu.name, gpu.driver_version, gpu.compute_capability) == (
+        "NVIDIA GeForce RTX 3060 Ti",
+        "512.96",
+        "8.6",
+    )
+    os_facts = ce.os_from_env(env)
+    assert os_facts is not None and (os_facts.system, os_facts.windows_build, os_facts.distro) == (
+        "Windows",
+        22000,
+        "Microsoft Windows 11 Pro",
+    )
+    names = [f.name for f in ce.frameworks_from_env(env)]
+    assert names.count("torch") == 1 and {"torchvision", "torchaudio"} <= set(names)
+
+
+def test_multi_gpu_list() -> None:
+    env = ce.parse_collect_env(MULTI)
+    gpus = ce.gpus_from_env(env)
+    assert [g.name for g in gpus] == ["NVIDIA A100 80GB PCIe"] * 4
+    assert all(g.driver_version == "550.54.15" and g.apis == ("cuda",) for g in gpus)
+
+
+def test_unknowns_are_null() -> None:
+    text = (
+        "PyTorch version: 2.3.1+cpu\nIs debug build: False\nCUDA used to build PyTorch: None\n"
+        "ROCM used to build PyTorch: N/A\n\nOS: Microsoft Windows 11 Pro\nIs CUDA available: False\n"
+        "CUDA runtime version: No CUDA\nGPU models and configuration: No CUDA\n"
+        "Nvidia driver version: No CUDA\n"
+        "cuDNN version: No CUDA\nHIP runtime version: N/A\n"
+    )
+    env = ce.parse_collect_env(text)
+    assert ce.gpus_from_env(env) == [] and ce.runtimes_from_env(env, "Windows") == {}
+    torch = ce.frameworks_from_env(env)[0]
+    assert (torch.version, torch.flavour, torch.cuda) == ("2.3.1+cpu", "cpu", None)
+
+
+def test_not_collect_env() -> None:
+    with pytest.raises(ParseError):
+        ce.parse_collect_env("Traceback (most recent call last):\n  File ...\nModuleNotFoundError: torch\n")
+
+
+def test_probe_defers_to_better_sources(tmp_path: Path) -> None:
+    (tmp_path / "collect_env.txt").write_text(read("linux-nvidia-h100-torch-collect-env"))
+    out = ce.probe(ReplayHost(tmp_path))
+    assert out.os is not None and out.cpu is not None
+    (tmp_path / "proc-cpuinfo.txt").write_text(
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu lm\n"
+    )
+    out = ce.probe(ReplayHost(tmp_path))
+    assert out.cpu is None and out.os is not None
+    (tmp_path / "host.json").write_text('{"system": "Linux"}')
+    out = ce.probe(ReplayHost(tmp_path))
+    assert out.os is None and out.cpu is None and out.gpus and out.frameworks
+
+
+@st.composite
+def mutated(draw: st.DrawFn, text: str) -> str:
+    lines = text.split("\n")
+    kind = draw(st.sampled_from(["truncate", "insert", "drop", "double", "ansi", "prompt", "crlf"]))
+    if kind == "truncate":
+        return text[: draw(st.integers(0, len(text)))]
+    if kind == "insert":
+        junk = draw(st.binary(min_size=1, max_size=24)).decode("utf-8", errors="replace")
+        pos = draw(st.integers(0, len(text)))
+        return text[:pos] + junk + text[pos:]
+    i = draw(st.integers(0, max(0, len(lines) - 1)))
+    if kind == "drop":
+        del lines[i]
+    elif kind == "double":
+        lines.insert(i, lines[i] if lines else "")
+    elif kind == "ansi":
+        lines[i] = "\x1b[1m" + lines[i] + "\x1b[0m"
+    elif kind == "prompt":
+        return "user@host:~$ python -m torch.utils.collect_env\n" + text
+    else:
+        return text.replace("\n", "\r\n")
+    return "\n".join(lines)
+
+
+TEXTS: List[str] = [read(f) for f in BUNDLES] + [MULTI]
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=BUNDLES + ["multi"])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(data=st.data())
+def test_parser_survives_mutation(text: str, data: st.DataObject) -> None:
+    original = len(ce.gpus_from_env(ce.parse_collect_env(text)))
+    try:
+        env = ce.parse_collect_env(data.draw(mutated(text)))
+    except ParseError:
+        return
+    assert len(ce.gpus_from_env(env)) <= original
+    ce.frameworks_from_env(env)
+    ce.runtimes_from_env(env, "Linux")
+    ce.os_from_env(env)
+    ce.cpu_from_env(env)
+
+
+@settings(max_examples=80, deadline=None)
+@given(blob=st.binary(max_size=2000))
+def test_parser_survives_random_bytes(blob: bytes) -> None:
+    try:
+        env = ce.parse_collect_env("PyTorch version: 2.4.0\n" + blob.decode("utf-8", errors="replace"))
+    except ParseError:
+        return
+    ce.gpus_from_env(env)
+    ce.cpu_from_env(env)
+    ce.os_from_env(env)

@@ -1,0 +1,258 @@
+"""`mlprobe report`: the versioned envelope, redaction of every format, replay of the embedded bundle,
+and the live acceptance test (no host name, user name or home directory of this machine)."""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import json
+import re
+import socket
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from mlprobe import __version__
+from mlprobe.cli import main
+from mlprobe.host import LiveHost, ReplayHost
+from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, build_report, collect_bundle
+from mlprobe.report.markdown import render_markdown
+from mlprobe.scan import facts_to_report, scan
+
+from .conftest import FIXTURES, fixture_dirs
+from .test_redact import SYNTHETIC, planted
+
+FACT_KEYS = ("os", "cpu", "memory", "python", "gpus", "runtimes", "frameworks", "usb_accelerators", "warnings",
+             "overrides")
+
+
+def report_file(doc: Dict[str, Any], tmp_path: Path, name: str = "report.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def replay_report(path: Path) -> Dict[str, Any]:
+    return facts_to_report(scan(ReplayHost(path)))
+
+
+def mask_identity(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [{k: v for k, v in g.items() if k not in ("uuid", "serial")} for g in gpus]
+
+
+# -- the envelope ----------------------------------------------------------------------------------
+
+def test_envelope_is_versioned_and_complete(tmp_path: Path) -> None:
+    folder = FIXTURES / "synthetic-linux-nvidia-secrets"
+    doc = build_report(ReplayHost(folder), ReportOptions(include_raw=True), source={"kind": "replay"})
+    assert doc["report_version"] == REPORT_VERSION == 1
+    assert doc["kind"] == "mlprobe-report"
+    assert doc["mlprobe_version"] == __version__
+    when = datetime.fromisoformat(doc["generated_at"].replace("Z", "+00:00"))
+    assert when.tzinfo is not None and when.utcoffset() == timezone.utc.utcoffset(when)
+    assert abs((datetime.now(timezone.utc) - when).total_seconds()) < 300
+    assert doc["scan"]["report_version"] == 1 and doc["scan"]["gpus"]
+    assert isinstance(doc["plan"], dict)
+    assert "verify" not in doc
+    red = doc["redactions"]
+    assert red["enabled"] is True and red["total"] > 0
+    assert {"host", "user", "secret", "ip", "gpu-uuid", "serial"} <= set(red["kinds"])
+    files = doc["capture_bundle"]["files"]
+    assert set(files) == {p.name for p in folder.iterdir() if p.name != "SOURCE.md"}
+    assert all(set(e) == {"text"} for e in files.values())
+    json.dumps(doc)  # JSON-ready throughout
+
+
+def test_without_include_raw_there_is_no_bundle() -> None:
+    doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
+    assert "capture_bundle" not in doc
+
+
+@pytest.mark.parametrize("folder", SYNTHETIC, ids=[p.name for p in SYNTHETIC])
+def test_planted_secrets_appear_in_no_output_format(folder: Path, tmp_path: Path) -> None:
+    """Acceptance: none of the planted secrets appears in any output format."""
+    secrets = planted(folder)
+    outputs: Dict[str, str] = {}
+    for raw in (False, True):
+        doc = build_report(ReplayHost(folder), ReportOptions(include_raw=raw, verify=True),
+                           source={"kind": "replay", "bundle": str(folder)})
+        outputs[f"json raw={raw}"] = json.dumps(doc, ensure_ascii=False)
+        outputs[f"json-ascii raw={raw}"] = json.dumps(doc)
+        outputs[f"markdown raw={raw}"] = render_markdown(doc)
+        if raw:
+            outputs["replayed scan"] = json.dumps(replay_report(report_file(doc, tmp_path)))
+    for label, text in outputs.items():
+        low = text.lower()
+        for s in secrets:
+            assert s.lower() not in low, f"{s!r} appears in the {label} output"
+
+
+@pytest.mark.parametrize("folder", fixture_dirs(), ids=[d.name for d in fixture_dirs()])
+def test_redacted_report_replays_to_the_same_facts(folder: Path, tmp_path: Path) -> None:
+    """Acceptance: replaying the redacted report gives the same CPU, GPU and driver facts, both as
+    the report states them and as the original bundle has them (GPU UUIDs and serials aside)."""
+    original = facts_to_report(scan(ReplayHost(folder)))
+    doc = build_report(ReplayHost(folder), ReportOptions(include_raw=True))
+    replayed = replay_report(report_file(doc, tmp_path))
+    for key in FACT_KEYS:
+        assert replayed.get(key) == doc["scan"].get(key), key
+    assert replayed["cpu"] == original["cpu"]
+    assert replayed["runtimes"] == original["runtimes"]
+    assert mask_identity(replayed["gpus"]) == mask_identity(original["gpus"])
+    assert [g.get("driver_version") for g in replayed["gpus"]] == [g.get("driver_version") for g in original["gpus"]]
+    for g in replayed["gpus"]:  # ids keep their shape, so they still identify the same device
+        if g.get("uuid"):
+            assert re.fullmatch(r"(GPU|MIG)-[0-9a-f-]+", g["uuid"]), g["uuid"]
+
+
+def test_no_redact_keeps_everything_and_says_so(tmp_path: Path) -> None:
+    folder = FIXTURES / "synthetic-linux-nvidia-secrets"
+    doc = build_report(ReplayHost(folder), ReportOptions(include_raw=True, redact=False))
+    assert doc["redactions"]["enabled"] is False and "NOT REDACTED" in doc["redactions"]["note"]
+    text = json.dumps(doc)
+    assert "mkowalczyk" in text and "zephyr-lab-07" in text
+    for name, entry in doc["capture_bundle"]["files"].items():
+        assert entry["text"].encode("utf-8") == (folder / name).read_bytes(), name
+    assert replay_report(report_file(doc, tmp_path)) == \
+        {**facts_to_report(scan(ReplayHost(folder))), "probes": replay_report(report_file(doc, tmp_path))["probes"]}
+    md = render_markdown(doc)
+    assert "NOT redacted" in md
+
+
+def test_binary_captures_travel_as_base64_when_not_redacted(tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    data = b"processor\t: 0\nmodel name\t: \xff\xfe odd bytes\n"
+    (bundle / "proc-cpuinfo.txt").write_bytes(data)
+    raw = build_report(ReplayHost(bundle), ReportOptions(include_raw=True, redact=False))
+    entry = raw["capture_bundle"]["files"]["proc-cpuinfo.txt"]
+    assert base64.b64decode(entry["base64"]) == data
+    assert ReplayHost(report_file(raw, tmp_path)).get("proc-cpuinfo.txt").data == data
+    red = build_report(ReplayHost(bundle), ReportOptions(include_raw=True))
+    assert "text" in red["capture_bundle"]["files"]["proc-cpuinfo.txt"]
+
+
+def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlprobe.plan as plan_mod
+
+    def boom(report: Dict[str, Any], framework: str = "any") -> Dict[str, Any]:
+        raise RuntimeError("planner exploded")
+
+    monkeypatch.setattr(plan_mod, "make_plan", boom)
+    doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
+    assert doc["plan"]["available"] is False and "planner exploded" in doc["plan"]["note"]
+    assert any("planner exploded" in n for n in doc["notes"])
+    assert "planner exploded" in render_markdown(doc)
+
+
+def test_missing_planner_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mlprobe.plan", None)  # import fails
+    doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
+    assert doc["plan"] == {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
+
+
+def test_plan_is_made_from_the_scan_and_redacted() -> None:
+    doc = build_report(ReplayHost(FIXTURES / "synthetic-linux-nvidia-secrets"))
+    assert doc["plan"]["top"]["torch"] == "torch-cuda"
+    assert "mkowalczyk" not in json.dumps(doc["plan"])
+
+
+def test_verify_is_skipped_for_a_replay() -> None:
+    doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"), ReportOptions(verify=True))
+    assert doc["verify"]["available"] is False and "replayed" in doc["verify"]["note"]
+
+
+def test_verify_results_are_included_and_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlprobe.verify.runner as runner
+
+    home = str(Path.home())
+    fake = {"schema": "mlprobe.verify/1", "python": {"executable": f"{home}/venv/bin/python"},
+            "results": [{"framework": "torch", "device": "cpu", "kind": "cpu", "verdict": "works",
+                         "speedup_vs_best_cpu": 1.0}],
+            "summary": [f"torch in {home}/venv works"]}
+    monkeypatch.setattr(runner, "run_verify", lambda: fake)
+    doc = build_report(LiveHost(), ReportOptions(verify=True))
+    assert doc["verify"]["results"][0]["verdict"] == "works"
+    assert home not in json.dumps(doc["verify"])
+    md = render_markdown(doc)
+    assert "torch on cpu: **works**" in md
+
+
+def test_verify_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mlprobe.verify.runner as runner
+
+    def boom() -> Dict[str, Any]:
+        raise OSError("no interpreter")
+
+    monkeypatch.setattr(runner, "run_verify", boom)
+    doc = build_report(LiveHost(), ReportOptions(verify=True))
+    assert doc["verify"]["available"] is False and "no interpreter" in doc["verify"]["note"]
+
+
+def test_collect_bundle_of_a_replay_keeps_only_captures() -> None:
+    files = collect_bundle(ReplayHost(FIXTURES / "linux-amd-mi300x-x4-rocminfo-rocm-smi"))
+    assert set(files) == {"rocminfo.txt", "rocm-smi.txt"}  # not SOURCE.md, not rocm-smi-a.txt
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+def test_cli_report_then_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = FIXTURES / "synthetic-linux-wsl2-amd-secrets"
+    out = tmp_path / "r.json"
+    assert main(["report", "--replay", str(folder), "--include-raw", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "redacted:" in err and f"mlprobe scan --replay {out}" in err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["report_version"] == 1
+    assert main(["scan", "--replay", str(out), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    for key in FACT_KEYS:
+        assert replayed[key] == doc["scan"][key], key
+
+
+def test_cli_markdown_by_extension_and_no_redact_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = FIXTURES / "synthetic-darwin-secrets"
+    md = tmp_path / "r.md"
+    assert main(["report", "--replay", str(folder), "-o", str(md)]) == 0
+    assert md.read_text(encoding="utf-8").startswith("### mlprobe report")
+    capsys.readouterr()
+    assert main(["report", "--replay", str(folder), "--no-redact", "--format", "markdown"]) == 0
+    captured = capsys.readouterr()
+    assert "NOT redacted" in captured.err and "ebrightwater" in captured.out
+    assert "**This report is NOT redacted**" in captured.out
+
+
+# -- live: this machine's names never leave it -----------------------------------------------------
+
+def _token(value: str) -> "re.Pattern[str]":
+    return re.compile(rf"(?i)(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])")
+
+
+@pytest.fixture(scope="module")
+def live_outputs() -> Dict[str, str]:
+    doc = build_report(LiveHost(), ReportOptions(include_raw=True), source={"kind": "live"})
+    return {"json": json.dumps(doc, ensure_ascii=False), "markdown": render_markdown(doc),
+            "json-ascii": json.dumps(doc)}
+
+
+def test_live_report_has_no_host_user_or_home(live_outputs: Dict[str, str]) -> None:
+    """Acceptance: here, the report contains neither the host name, the user name, nor the home
+    directory (as whole words: the host `vm` may well be part of a CPU flag like `vmx`)."""
+    host, user, home = socket.gethostname(), getpass.getuser(), str(Path.home())
+    assert host and user and home
+    for label, text in live_outputs.items():
+        assert not _token(host).search(text), f"host name {host!r} in the {label} report"
+        assert not _token(host.split(".")[0]).search(text), f"host name {host!r} in the {label} report"
+        assert not _token(user).search(text), f"user name {user!r} in the {label} report"
+        assert not re.search(rf"(?<![\w.-]){re.escape(home)}(?![\w.-])", text), f"home {home!r} in the {label} report"
+
+
+def test_live_report_still_replays(live_outputs: Dict[str, str], tmp_path: Path) -> None:
+    doc = json.loads(live_outputs["json"])
+    replayed = replay_report(report_file(doc, tmp_path))
+    assert replayed["cpu"] == doc["scan"]["cpu"]
+    assert replayed["gpus"] == doc["scan"]["gpus"]
+    assert replayed["os"]["system"] == doc["scan"]["os"]["system"]

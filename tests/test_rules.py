@@ -1,0 +1,517 @@
+"""The condition evaluator and the named tests, on small hand-made facts: three-valued logic, the
+wheel-index choice from the driver AND the GPU architecture, ROCm overrides, Python and OS ranges, and
+that every "no" is a sentence."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Optional
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mlprobe.plan import make_plan
+from mlprobe.recipes import find_recipe, knowledge
+from mlprobe.rules import (
+    arch_coverage,
+    cuda_ceiling,
+    derive_facts,
+    evaluate,
+    evaluate_recipe,
+    plaidml_opencl_id,
+)
+
+KB = knowledge()
+
+
+def report(
+    system: Optional[str] = "Linux",
+    arch: Optional[str] = "x86_64",
+    flags: Optional[List[str]] = None,
+    python: Optional[str] = "3.11",
+    gpus: Optional[List[Dict[str, Any]]] = None,
+    cuda: Optional[Dict[str, Any]] = None,
+    **os_extra: Any,
+) -> Dict[str, Any]:
+    return {
+        "os": dict({"system": system, "wsl": False}, **os_extra),
+        "cpu": {
+            "arch": arch,
+            "flags": flags if flags is not None else ["sse2", "avx", "avx2", "fma"],
+            "vendor": "intel",
+        },
+        "python": {"version": python},
+        "gpus": gpus or [],
+        "runtimes": {"cuda": cuda, "rocm": None, "opencl": None},
+        "frameworks": [],
+        "usb_accelerators": [],
+    }
+
+
+def nvidia(name: str, cc: Optional[str], driver: str, **kw: Any) -> Dict[str, Any]:
+    return dict(
+        {
+            "vendor": "nvidia",
+            "name": name,
+            "compute_capability": cc,
+            "driver_version": driver,
+            "apis": ["cuda"],
+            "integrated": False,
+        },
+        **kw,
+    )
+
+
+def amd(
+    name: str, gfx: Optional[str], integrated: bool = False, runtime: Optional[str] = None
+) -> Dict[str, Any]:
+    return {
+        "vendor": "amd",
+        "name": name,
+        "gfx_target": gfx,
+        "runtime_gfx_target": runtime,
+        "apis": ["rocm"],
+        "integrated": integrated,
+    }
+
+
+def verdict(rep: Dict[str, Any], recipe: str, python: Optional[str] = None):  # type: ignore[no-untyped-def]
+    return evaluate_recipe(find_recipe(recipe), derive_facts(rep, KB, python), KB)
+
+
+def top(rep: Dict[str, Any], fw: str, python: Optional[str] = None) -> Optional[str]:
+    return make_plan(rep, python=python)["top"][fw]
+
+
+def entry(rep: Dict[str, Any], recipe: str, python: Optional[str] = None) -> Dict[str, Any]:
+    plan = make_plan(rep, python=python)
+    hit = [e for e in plan["recommended"] if e["recipe"] == recipe]
+    assert hit, f"{recipe} not recommended: " + str([r for r in plan["rejected"] if r["recipe"] == recipe])
+    return hit[0]
+
+
+# --------------------------------------------------------------------------- the evaluator
+
+CTX = {"a": {"n": 3, "v": "3.11", "none": None, "list": ["avx", "sse2"]}}
+
+
+@pytest.mark.parametrize(
+    "cond, value",
+    [
+        ({"fact": "a.n", "gte": 3, "because": "x"}, True),
+        ({"fact": "a.n", "lt": 3, "because": "x"}, False),
+        ({"fact": "a.v", "specifier": ">=3.10,<3.13", "because": "x"}, True),
+        ({"fact": "a.v", "specifier": "<3.10", "because": "x"}, False),
+        ({"fact": "a.list", "contains": "avx", "because": "x"}, True),
+        ({"fact": "a.list", "contains": "avx2", "because": "x"}, False),
+        ({"fact": "a.none", "equals": 1, "because": "x"}, None),
+        (
+            {
+                "all": [
+                    {"fact": "a.n", "gte": 3, "because": "x"},
+                    {"fact": "a.none", "equals": 1, "because": "x"},
+                ]
+            },
+            None,
+        ),
+        (
+            {
+                "all": [
+                    {"fact": "a.n", "gte": 4, "because": "x"},
+                    {"fact": "a.none", "equals": 1, "because": "x"},
+                ]
+            },
+            False,
+        ),
+        (
+            {
+                "any": [
+                    {"fact": "a.n", "gte": 4, "because": "x"},
+                    {"fact": "a.none", "equals": 1, "because": "x"},
+                ]
+            },
+            None,
+        ),
+        (
+            {
+                "any": [
+                    {"fact": "a.n", "gte": 3, "because": "x"},
+                    {"fact": "a.none", "equals": 1, "because": "x"},
+                ]
+            },
+            True,
+        ),
+        ({"not": {"fact": "a.n", "gte": 3, "because": "x"}, "because": "y"}, False),
+        ({"not": {"fact": "a.none", "gte": 3, "because": "x"}, "because": "y"}, None),
+    ],
+)
+def test_three_valued_logic(cond: Dict[str, Any], value: Optional[bool]) -> None:
+    assert evaluate(cond, CTX, KB).value is value
+
+
+def test_failures_are_sentences_from_templates() -> None:
+    out = evaluate(
+        {"fact": "a.v", "specifier": ">=3.12", "because": "needs Python {operand}; this is {value}"}, CTX, KB
+    )
+    assert out.value is False and out.reasons == ["needs Python >=3.12; this is 3.11"]
+    out = evaluate({"fact": "a.none", "equals": 1, "because": "x", "unknown": "could not see {a.n}"}, CTX, KB)
+    assert out.unknown == ["could not see 3"]
+
+
+def test_all_reports_every_failure_but_stops_at_a_gate() -> None:
+    both = {
+        "all": [{"fact": "a.n", "gte": 4, "because": "first"}, {"fact": "a.n", "gte": 5, "because": "second"}]
+    }
+    assert evaluate(both, CTX, KB).reasons == ["first", "second"]
+    both["all"][0]["stop"] = True  # type: ignore[index]
+    assert evaluate(both, CTX, KB).reasons == ["first"]
+
+
+@pytest.mark.parametrize(
+    "archs, cc, how",
+    [
+        (["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"], "5.2", "cubin"),  # GTX 960 on cu126
+        (["7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"], "5.2", None),  # ... but not on cu130
+        (["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"], "8.9", "cubin"),  # Ada on an 8.6 cubin
+        (["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"], "12.0", None),  # Blackwell needs cu128+
+        (["7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"], "12.1", "cubin"),  # GB10
+        (["7.5", "8.0", "8.6", "9.0", "10.0", "12.0+PTX"], "13.0", "ptx"),  # a future GPU: PTX JIT
+        (["8.0", "9.0a"], "9.0", None),  # sm_90a runs only on its chip... as 9.0a
+    ],
+)
+def test_arch_coverage(archs: List[str], cc: str, how: Optional[str]) -> None:
+    assert arch_coverage(archs, cc) == how
+
+
+# --------------------------------------------------------------------------- PyTorch CUDA: driver AND arch
+
+
+def test_gtx960_on_driver_580_gets_cu126_not_cu130() -> None:
+    rep = report(
+        gpus=[nvidia("NVIDIA GeForce GTX 960", "5.2", "580.65.06")],
+        cuda={"version": "13.0", "driver_version": "580.65.06"},
+    )
+    e = entry(rep, "torch-cuda")
+    assert (e["index"], e["version"]) == ("cu126", "2.14")
+    v = verdict(rep, "torch-cuda")
+    cu130 = next(x for x in v.variants if x["label"] == "torch 2.14 cu130")
+    assert cu130["fits"] is False
+    assert any("sm_52" in r and "sm_75" in r for r in cu130["reasons"])
+
+
+def test_driver_510_gets_cu118_and_a_torch_that_still_ships_it() -> None:
+    rep = report(
+        gpus=[nvidia("Tesla P100-PCIE-16GB", "6.0", "510.47.03")],
+        cuda={"version": "11.6", "driver_version": "510.47.03"},
+    )
+    e = entry(rep, "torch-cuda")
+    assert (e["index"], e["version"]) == ("cu118", "2.7")
+    assert e["packages"] == ["torch==2.7.*"], "a newer torch was rejected, so the plan pins the series"
+    assert any("minor-version compatibility" in w for w in e["warnings"])
+
+
+def test_blackwell_on_driver_570_gets_cu128_of_the_last_torch_that_ships_it() -> None:
+    rep = report(
+        gpus=[nvidia("NVIDIA GeForce RTX 5090", "12.0", "570.124.04")],
+        cuda={"version": "12.8", "driver_version": "570.124.04"},
+    )
+    e = entry(rep, "torch-cuda")
+    assert (e["index"], e["version"]) == ("cu128", "2.11")
+
+
+def test_new_driver_prefers_the_series_it_runs_natively() -> None:
+    rep = report(
+        gpus=[nvidia("NVIDIA H100 80GB HBM3", "9.0", "590.48.01")],
+        cuda={"version": "13.1", "driver_version": "590.48.01"},
+    )
+    assert entry(rep, "torch-cuda")["index"] == "cu130"  # cu132 would run only through compatibility
+    rep["runtimes"]["cuda"]["version"] = "13.3"
+    assert entry(rep, "torch-cuda")["index"] == "cu132"
+    rep = report(
+        python=None,
+        gpus=[nvidia("NVIDIA H100 80GB HBM3", "9.0", "590.48.01")],
+        cuda={"version": "13.1", "driver_version": "590.48.01"},
+    )
+    assert entry(rep, "torch-cuda")["index"] == "cu130", "an unknown Python does not change the choice"
+
+
+def test_windows_driver_numbers_give_the_ceiling() -> None:
+    rep = report(system="Windows", gpus=[nvidia("NVIDIA GeForce RTX 3090", "8.6", "531.18")])
+    ctx = derive_facts(rep, KB)
+    assert cuda_ceiling(ctx, KB) == "12.1"
+    e = entry(rep, "torch-cuda")
+    assert e["index"] == "cu126" and any("528.33" in w for w in e["warnings"])
+
+
+def test_too_old_driver_rejects_with_the_driver_it_needs() -> None:
+    rep = report(
+        gpus=[nvidia("Tesla K80", "3.7", "440.33.01")],
+        cuda={"version": "10.2", "driver_version": "440.33.01"},
+    )
+    v = verdict(rep, "torch-cuda")
+    assert not v.fits
+    assert any("450.80.02" in r for r in v.reasons)
+
+
+def test_unknown_compute_capability_does_not_reject_but_says_so() -> None:
+    rep = report(gpus=[nvidia("NVIDIA Mystery 9000", None, "580.65.06")], cuda={"version": "13.0"})
+    v = verdict(rep, "torch-cuda")
+    assert v.fits and any("compute capability" in u for u in v.unknown)
+
+
+def test_gpu_name_gives_the_compute_capability_when_the_probe_did_not() -> None:
+    rep = report(system="Windows", gpus=[nvidia("NVIDIA GeForce GTX 960", None, "581.57")])
+    assert derive_facts(rep, KB)["nvidia"]["gpus"][0]["cc"] == "5.2"
+    assert entry(rep, "torch-cuda")["index"] == "cu126"
+
+
+def test_mig_and_grace_hosts() -> None:
+    rep = report(
+        system=None,
+        arch=None,
+        flags=[],
+        gpus=[nvidia("NVIDIA GH200 120GB", "9.0", "590.48.01", mig_mode="Enabled")],
+        cuda={"version": "13.1", "driver_version": "590.48.01"},
+    )
+    ctx = derive_facts(rep, KB)
+    assert ctx["cpu"]["arch"] == "arm64" and ctx["os"]["system"] == "Linux"
+    e = entry(rep, "torch-cuda")
+    assert any("MIG" in w for w in e["warnings"])
+    assert top(rep, "tensorflow") == "tensorflow-cpu", "TensorFlow's CUDA build is x86_64-only"
+
+
+# --------------------------------------------------------------------------- ROCm
+
+
+def test_gfx1031_runs_through_the_unofficial_override() -> None:
+    rep = report(gpus=[amd("AMD Radeon RX 6700 XT", "gfx1031")])
+    e = entry(rep, "torch-rocm")
+    assert e["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    assert any("not built for gfx1031" in w and "10.3.0" in w and "unofficial" in w for w in e["warnings"])
+    assert "export HSA_OVERRIDE_GFX_VERSION=10.3.0" in e["commands"]
+    official = entry(report(gpus=[amd("AMD Radeon RX 6800 XT", "gfx1030")]), "torch-rocm")
+    assert official["score"] > e["score"], "an unofficial workaround ranks below the official path"
+
+
+def test_gfx1010_has_no_override_and_says_why() -> None:
+    v = verdict(report(gpus=[amd("AMD Radeon RX 5700 XT", "gfx1010")]), "torch-rocm")
+    assert not v.fits
+    assert any("gfx1010" in r and "10.3.0" in r for r in v.reasons)
+
+
+def test_unknown_gfx_is_not_a_yes() -> None:
+    v = verdict(report(gpus=[amd("AMD Radeon(TM) R7 Graphics", None, integrated=True)]), "torch-rocm")
+    assert not v.fits and any("gfx target" in r for r in v.reasons)
+
+
+def test_rocm_is_linux_only_and_wsl_needs_rdna3() -> None:
+    v = verdict(report(system="Windows", gpus=[amd("AMD Radeon RX 7900 XTX", "gfx1100")]), "torch-rocm")
+    assert not v.fits and "Linux-only" in v.reasons[0]
+    wsl = report(gpus=[amd("AMD Radeon RX 6800 XT", "gfx1030")])
+    wsl["os"]["wsl"] = True
+    v = verdict(wsl, "torch-rocm")
+    assert not v.fits and any("WSL2" in r and "gfx1030" in r for r in v.reasons)
+    wsl["gpus"] = [amd("AMD Radeon RX 7900 XTX", "gfx1100")]
+    assert verdict(wsl, "torch-rocm").fits
+
+
+def test_discrete_gpu_is_the_target_when_an_igpu_is_there_too() -> None:
+    rep = report(gpus=[amd("AMD Radeon RX 7800 XT", "gfx1101"), amd("AMD Radeon Graphics", "gfx1036", True)])
+    e = entry(rep, "torch-rocm")
+    assert e["env"] == {}, "gfx1101 is built; the iGPU's override is not needed"
+    assert any("also visible to ROCm" in w for w in e["warnings"])
+
+
+# --------------------------------------------------------------------------- CPU, Python, OS
+
+
+def test_no_avx_rejects_every_tensorflow_recipe_naming_avx() -> None:
+    rep = report(
+        flags=["sse2", "sse4_1", "sse4_2"],
+        gpus=[nvidia("NVIDIA GeForce GTX 1080", "6.1", "535.54.03")],
+        cuda={"version": "12.2"},
+    )
+    plan = make_plan(rep)
+    tf = [r for r in plan["rejected"] if r["framework"] == "tensorflow"]
+    assert {r["recipe"] for r in tf} >= {
+        "tensorflow-cpu",
+        "tensorflow-cuda",
+        "tensorflow-metal",
+        "tensorflow-directml-plugin",
+        "tensorflow-sycl-opencl",
+    }
+    assert all(any("AVX" in x for x in r["reasons"]) for r in tf)
+    assert plan["top"]["tensorflow"] is None
+    assert plan["top"]["torch"] == "torch-cuda", "PyTorch needs no AVX"
+
+
+def test_python_ranges_pick_the_last_release_that_has_wheels() -> None:
+    rep = report()
+    assert entry(rep, "torch-cpu", python="3.9")["packages"] == ["torch==2.8.*"]
+    assert entry(rep, "torch-cpu", python="3.12")["packages"] == ["torch"]
+    plan = make_plan(rep, python="3.14")
+    rej = next(r for r in plan["rejected"] if r["recipe"] == "tensorflow-cpu")
+    assert any("Python" in x and "3.14" in x for x in rej["reasons"])
+    assert plan["top"]["torch"] == "torch-cpu"
+
+
+def test_intel_mac_stops_at_torch_22_and_tensorflow_216() -> None:
+    rep = report(system="Darwin", arch="x86_64", python="3.11")
+    t = entry(rep, "torch-cpu")
+    assert t["packages"] == ["torch==2.2.*"] and t["index"] is None
+    assert any("2.2" in w for w in t["warnings"])
+    assert entry(rep, "tensorflow-cpu")["packages"] == ["tensorflow==2.16.*"]
+
+
+def test_amd_gpu_in_an_intel_mac_gets_mps_and_tensorflow_metal_of_its_era() -> None:
+    rep = report(
+        system="Darwin",
+        arch=None,
+        flags=[],
+        python=None,
+        macos_version="13.6",
+        gpus=[
+            {"vendor": "intel", "name": "Intel HD Graphics 530", "apis": ["metal"], "integrated": True},
+            {"vendor": "amd", "name": "AMD Radeon Pro 450", "apis": ["metal"], "integrated": False},
+        ],
+    )
+    plan = make_plan(rep)
+    assert plan["top"] == {
+        "torch": "torch-mps",
+        "tensorflow": "tensorflow-metal",
+        "keras": "tensorflow-metal",
+    }
+    metal = entry(rep, "tensorflow-metal")
+    assert metal["packages"] == ["tensorflow==2.13.*", "tensorflow-metal==1.0.0"]
+
+
+def test_apple_silicon_without_a_listed_gpu_still_gets_mps() -> None:
+    rep = report(system="Darwin", arch="arm64", flags=["asimd"], python="3.12", macos_version="15.1", gpus=[])
+    rep["cpu"].update(vendor="apple", model="Apple M4 Max")
+    plan = make_plan(rep)
+    assert plan["top"]["torch"] == "torch-mps"
+    assert any("Apple GPU is assumed" in w for w in plan["warnings"])
+    old = copy.deepcopy(rep)
+    old["os"]["macos_version"] = "13.2"
+    assert entry(old, "torch-mps")["packages"] == ["torch==2.8.*"]
+
+
+def test_directml_needs_windows_builds_and_python_pins() -> None:
+    gpu = {"vendor": "amd", "name": "AMD Radeon RX 5700 XT", "apis": ["directml"], "integrated": False}
+    ok = report(system="Windows", gpus=[gpu], python="3.10", windows_build=19045)
+    assert make_plan(ok)["top"]["torch"] == "torch-directml"
+    assert make_plan(ok)["top"]["tensorflow"] == "tensorflow-directml-plugin"
+    plan = make_plan(report(system="Windows", gpus=[gpu], python="3.11", windows_build=15063))
+    reasons = {r["recipe"]: r["reasons"] for r in plan["rejected"]}
+    assert any("16299" in x for x in reasons["torch-directml"])
+    assert any("3.7-3.10" in x for x in reasons["tensorflow-directml-plugin"])
+    paused = entry(ok, "tensorflow-directml-plugin")
+    assert any("paused" in w for w in paused["warnings"])
+
+
+def test_xpu_supports_arc_not_uhd() -> None:
+    arc = report(gpus=[{"vendor": "intel", "name": "Intel(R) Arc(TM) A770 Graphics", "integrated": False}])
+    assert make_plan(arc)["top"]["torch"] == "torch-xpu"
+    uhd = report(gpus=[{"vendor": "intel", "name": "Intel(R) UHD Graphics 630", "integrated": True}])
+    v = verdict(uhd, "torch-xpu")
+    assert not v.fits and "UHD" in v.reasons[0]
+
+
+# --------------------------------------------------------------------------- PlaidML
+
+
+@pytest.mark.parametrize(
+    "vendor, name, want",
+    [
+        ("Advanced Micro Devices, Inc.", "Ellesmere", "opencl_amd_ellesmere"),
+        ("Intel(R) Corporation", "Intel(R) HD Graphics 5500", "opencl_intel_hd_graphics_5500"),  # plaidml#375
+        ("NVIDIA Corporation", "GeForce GTX 1070", "opencl_nvidia_geforce_gtx_1070"),
+    ],
+)
+def test_plaidml_opencl_ids(vendor: str, name: str, want: str) -> None:
+    assert plaidml_opencl_id(vendor, name, KB) == want
+
+
+def test_plaidml_writes_setup_without_questions() -> None:
+    mac = report(
+        system="Darwin",
+        arch="x86_64",
+        python="3.11",
+        gpus=[
+            {"vendor": "amd", "name": "AMD Radeon Pro 5600M", "apis": ["metal"], "integrated": False},
+            {"vendor": "intel", "name": "Intel(R) UHD Graphics 630", "apis": ["metal"], "integrated": True},
+        ],
+    )
+    e = entry(mac, "plaidml-keras")
+    assert e["env"]["PLAIDML_DEVICE_IDS"] == "metal_amd_radeon_pro_5600m.0"
+    assert e["files"][0]["path"] == "~/.plaidml"
+    assert e["files"][0]["json"] == {
+        "PLAIDML_DEVICE_IDS": ["metal_amd_radeon_pro_5600m.0"],
+        "PLAIDML_EXPERIMENTAL": False,
+    }
+    assert e["steps"] == [{"shim": "plaidml-collections", "why": e["steps"][0]["why"]}]
+    assert e["env"]["KERAS_BACKEND"] == "plaidml.keras.backend"
+    assert any("unmaintained" in w for w in e["warnings"])
+    cpu = entry(report(python="3.9"), "plaidml-keras")
+    assert cpu["env"]["PLAIDML_DEVICE_IDS"] == "llvm_cpu.0" and cpu["env"]["PLAIDML_EXPERIMENTAL"] == "1"
+    assert cpu["steps"] == [], "no shim below Python 3.10"
+    assert not verdict(report(arch="arm64"), "plaidml-keras").fits
+
+
+def test_opencl_gpu_for_plaidml_on_linux() -> None:
+    rep = report(gpus=[{"vendor": "amd", "name": "Radeon RX 580", "apis": ["opencl"]}])
+    rep["runtimes"]["opencl"] = {
+        "platforms": [
+            {
+                "name": "AMD Accelerated Parallel Processing",
+                "devices": [
+                    {"name": "Ellesmere", "vendor": "Advanced Micro Devices, Inc.", "type": "GPU"},
+                    {"name": "AMD Ryzen 5 1600", "vendor": "AuthenticAMD", "type": "CPU"},
+                ],
+            }
+        ]
+    }
+    e = entry(rep, "plaidml-keras")
+    assert e["env"]["PLAIDML_DEVICE_IDS"] == "opencl_amd_ellesmere.0"
+    assert e["env"]["PLAIDML_EXPERIMENTAL"] == "0"
+
+
+# --------------------------------------------------------------------------- robustness
+
+_ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 700),
+    st.text(max_size=12),
+    st.lists(st.text(max_size=6), max_size=3),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_odd_reports_never_crash_the_plan(data: st.DataObject) -> None:
+    rep = report(
+        gpus=[
+            nvidia("NVIDIA GeForce RTX 3060", "8.6", "570.124.04"),
+            amd("AMD Radeon RX 6700 XT", "gfx1031"),
+        ],
+        cuda={"version": "12.8", "driver_version": "570.124.04"},
+    )
+    for _ in range(data.draw(st.integers(1, 6))):
+        section = data.draw(st.sampled_from(["os", "cpu", "python"]))
+        key = data.draw(st.sampled_from(sorted(rep[section]) + ["version", "arch", "flags", "system", "wsl"]))
+        rep[section][key] = data.draw(_ANY)
+        gpu = data.draw(st.sampled_from(rep["gpus"]))
+        gkey = data.draw(
+            st.sampled_from(["name", "compute_capability", "driver_version", "gfx_target", "integrated"])
+        )
+        gpu[gkey] = data.draw(
+            st.one_of(st.none(), st.text(max_size=10), st.sampled_from(["8.6", "gfx1100", "1.2.3"]))
+        )
+    try:
+        plan = make_plan(rep)
+    except (TypeError, ValueError) as exc:  # a report outside the schema may be refused, clearly
+        assert str(exc)
+        return
+    assert set(plan) >= {"recommended", "rejected", "installed", "top"}

@@ -1,0 +1,155 @@
+"""The payload's pure parts, imported here as a module (it runs as a script in the target): data
+generators, statistics, the float64 numpy reference of the CNN (checked against finite differences
+and, where torch exists, against torch), and Python 3.7 syntax."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+import shutil
+import subprocess
+
+import pytest
+
+from mlprobe.verify import payload as P
+from mlprobe.verify.child import PAYLOAD
+
+HAS_NUMPY = importlib.util.find_spec("numpy") is not None
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def test_payload_is_python37_syntax() -> None:
+    ast.parse(PAYLOAD.read_text(encoding="utf-8"), feature_version=(3, 7))
+
+
+def test_payload_imports_only_the_standard_library_at_top_level() -> None:
+    tree = ast.parse(PAYLOAD.read_text(encoding="utf-8"))
+    top = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            top.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            top.add((node.module or "").split(".")[0])
+    assert top <= {"json", "math", "os", "platform", "random", "sys", "time", "traceback"}
+
+
+def test_discover_runs_on_python37_when_present() -> None:
+    exe = shutil.which("python3.7")
+    if not exe or subprocess.run([exe, "-c", "pass"], capture_output=True).returncode != 0:
+        pytest.skip("no working python3.7 on PATH")
+    out = subprocess.run([exe, str(PAYLOAD), "discover"], capture_output=True, text=True, timeout=60).stdout
+    assert '"event": "discover"' in out and '"python": "3.7' in out
+
+
+def test_learning_data_is_seeded_and_learnable_by_construction() -> None:
+    xs, ys = P.learning_data(7, 200)
+    assert (xs, ys) == P.learning_data(7, 200)
+    assert xs != P.learning_data(8, 200)[0]
+    s = P.LEARN_SIZE
+    assert len(xs) == 200 * s * s and set(ys) == set(range(10))
+    # The class is recoverable from the brightest 2x2 block: the task is learnable, not noise.
+    right = 0
+    for i, y in enumerate(ys):
+        img = xs[i * s * s:(i + 1) * s * s]
+        best = max(((img[r * s + c] + img[r * s + c + 1] + img[(r + 1) * s + c] + img[(r + 1) * s + c + 1]), r, c)
+                   for r in range(s - 1) for c in range(s - 1))
+        _, r, c = best
+        guess = (0 if r < 8 else 5) + min(4, max(0, round((c - 1) / 3)))
+        right += guess == y
+    assert right / len(ys) > 0.95
+
+
+def test_correctness_batch_shape() -> None:
+    xs, ys = P.correctness_batch(1, 4)
+    assert len(xs) == 4 * 28 * 28 and len(ys) == 4 and all(0 <= v < 1 for v in xs)
+
+
+def test_median_and_compare_grads() -> None:
+    assert P.median([3, 1, 2]) == 2 and P.median([4, 1, 2, 3]) == 2.5 and P.median([]) is None
+    rel, worst = P.compare_grads([([1.0, 2.0], [1.0, 2.0]), ([0.0], [0.0])])
+    assert rel == 0 and worst == 0
+    rel, worst = P.compare_grads([([1.1, 2.0], [1.0, 2.0]), ([3.0], [3.0])])
+    assert rel == pytest.approx(0.1 / math.sqrt(14)) and worst == pytest.approx(0.1 / math.sqrt(5))
+    rel, _ = P.compare_grads([([float("nan")], [1.0])])
+    assert not math.isfinite(rel)
+
+
+def test_correctness_record_applies_the_stated_tolerances() -> None:
+    cfg = dict(P.DEFAULTS)
+    ok = P.correctness_record(cfg, 2.3001, 2.3, 1e-3, 2e-3)
+    assert ok["passed"] and not ok["nan"]
+    assert not P.correctness_record(cfg, 2.4, 2.3, 1e-3, 2e-3)["passed"]
+    assert not P.correctness_record(cfg, 2.3, 2.3, 0.5, 0.5)["passed"]
+    bad = P.correctness_record(cfg, float("nan"), 2.3, 0.0, 0.0)
+    assert bad["nan"] and not bad["passed"] and bad["loss"] is None
+
+
+def test_speed_plan_stays_in_budget() -> None:
+    cfg = dict(P.DEFAULTS)
+    assert P.speed_plan(cfg, 0.001, True) == (400, 5)  # fast GPU: many steps per synchronised repeat
+    assert P.speed_plan(cfg, 0.08, False) == (5, 5)
+    k, r = P.speed_plan(cfg, 6.0, False)  # PlaidML on a CPU: one step per repeat, the minimum repeats
+    assert (k, r) == (1, 3)
+
+
+def test_wanted_matches_ids_kinds_and_gpu() -> None:
+    cuda = {"id": "cuda:0", "kind": "cuda", "api": "cuda"}
+    rocm = {"id": "cuda:0", "kind": "rocm", "api": "hip"}
+    assert P.wanted(cuda, ["cuda"]) and P.wanted(cuda, ["cuda:0"]) and P.wanted(cuda, ["gpu"])
+    assert P.wanted(rocm, ["rocm"]) and P.wanted(rocm, ["cuda"]) and not P.wanted(rocm, ["mps"])
+    assert P.wanted({"id": "cpu", "kind": "cpu"}, None)
+    assert not P.wanted({"id": "cpu", "kind": "cpu"}, ["gpu"])
+
+
+@pytest.mark.skipif(not HAS_NUMPY, reason="numpy is not importable here")
+def test_numpy_reference_gradients_match_finite_differences() -> None:
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    shapes = [(3, 3, 1, 32), (32,), (3, 3, 32, 64), (64,), (9216, 128), (128,), (128, 10), (10,)]
+    w = [rng.uniform(-0.1, 0.1, size=s) if len(s) > 1 else rng.uniform(-0.05, 0.05, size=s) for s in shapes]
+    x = rng.rand(2, 28, 28, 1)
+    y = np.array([3, 7])
+    _, grads = P.np_cnn_loss_grads(np, w, x, y, clip=0.0)
+    assert [g.shape for g in grads] == shapes
+    eps = 1e-6
+    for i, idx in [(0, (1, 2, 0, 5)), (1, (3,)), (2, (0, 1, 4, 9)), (4, (100, 7)), (6, (5, 3)), (7, (3,))]:
+        plus = [a.copy() for a in w]
+        minus = [a.copy() for a in w]
+        plus[i][idx] += eps
+        minus[i][idx] -= eps
+        num = (P.np_cnn_loss_grads(np, plus, x, y, 0.0)[0] - P.np_cnn_loss_grads(np, minus, x, y, 0.0)[0]) / (2 * eps)
+        assert grads[i][idx] == pytest.approx(num, rel=1e-4, abs=1e-8), (i, idx)
+
+
+@pytest.mark.skipif(not (HAS_NUMPY and HAS_TORCH), reason="needs numpy and torch")
+def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(9216, 128), torch.nn.ReLU(),
+        torch.nn.Linear(128, 10)).double()
+    xs, ys = P.correctness_batch(3, 4)
+    x = torch.tensor(xs, dtype=torch.float64).view(4, 1, 28, 28)
+    y = torch.tensor(ys)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    c1, c2, l1, l2 = model[0], model[2], model[6], model[8]
+
+    def chw_to_hwc_rows(w: "torch.Tensor") -> "np.ndarray":  # torch flattens C,H,W; Keras H,W,C
+        return w.detach().numpy().reshape(128, 64, 12, 12).transpose(0, 2, 3, 1).reshape(128, 9216).T
+
+    weights = [c1.weight.detach().numpy().transpose(2, 3, 1, 0), c1.bias.detach().numpy(),
+               c2.weight.detach().numpy().transpose(2, 3, 1, 0), c2.bias.detach().numpy(),
+               chw_to_hwc_rows(l1.weight), l1.bias.detach().numpy(), l2.weight.detach().numpy().T,
+               l2.bias.detach().numpy()]
+    ref_loss, grads = P.np_cnn_loss_grads(np, weights, x.numpy().transpose(0, 2, 3, 1), np.array(ys), clip=0.0)
+    assert ref_loss == pytest.approx(loss.item(), rel=1e-10)
+    np.testing.assert_allclose(grads[2], c2.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(grads[4], chw_to_hwc_rows(l1.weight.grad), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(grads[0], c1.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)

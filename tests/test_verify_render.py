@@ -1,0 +1,104 @@
+"""Verify result fixtures (real runs, fixtures/verify-*/result.json): they keep their shape, their
+verdicts follow from their own measurements, and the terminal renderer shows what a user needs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from mlprobe.render.verify_terminal import Progress, render_verify
+from mlprobe.verify import verdict as V
+from mlprobe.verify.schema import validate
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+RESULTS = sorted(FIXTURES.glob("verify-*/result.json"))
+
+
+def load(p: Path) -> Dict[str, Any]:
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+def test_there_are_verify_fixtures() -> None:
+    assert len(RESULTS) >= 2
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.parent.name for p in RESULTS])
+def test_fixture_fits_the_schema_and_its_verdicts_follow_from_its_figures(path: Path) -> None:
+    doc = load(path)
+    assert validate(doc) == []
+    fw_cpu: Dict[str, Dict[str, Any]] = {}
+    for r in doc["results"]:
+        if r["kind"] == "cpu" and r["verdict"] == V.CPU:
+            fw_cpu.setdefault(r["framework"], {"images_per_s": r["speed"]["images_per_s"]})
+    for r in doc["results"]:
+        if r["correctness"] is None and r["verdict"] == V.UNAVAILABLE:
+            continue
+        assert V.decide(r, fw_cpu.get(r["framework"]), doc["best_cpu"]) == (r["verdict"], r["reason"])
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.parent.name for p in RESULTS])
+def test_renders_verdicts_figures_and_the_tolerances(path: Path) -> None:
+    doc = load(path)
+    buf = io.StringIO()
+    render_verify(doc, stream=buf)
+    text = buf.getvalue()
+    for r in doc["results"]:
+        assert r["verdict"] in text
+        if r["speed"] and r["speed"].get("images_per_s"):
+            assert V.fmt_ips(r["speed"]["images_per_s"]) in text
+    assert "float64 CPU reference" in text and "batch 128" in text
+
+
+def test_plaidml_fixture_is_honest_about_the_cpu() -> None:
+    docs = [load(p) for p in RESULTS if "plaidml" in p.parent.name]
+    if not docs:
+        pytest.skip("no PlaidML fixture")
+    r = next(r for r in docs[0]["results"] if r["device"] == "llvm_cpu.0")
+    assert r["kind"] == "cpu" and r["verdict"] == V.CPU
+    assert "not on a GPU" in r["reason"]
+
+
+def test_render_of_a_slower_accelerator_and_a_failure() -> None:
+    doc: Dict[str, Any] = {
+        "python": {"executable": "/venv/bin/python", "version": "3.11.7"}, "wall_s": 12.0,
+        "tolerances": {"loss_rtol": 0.005, "grad_rtol": 0.02, "learn_target": 0.9, "accelerated_at": 1.5,
+                       "speed_batch": 128},
+        "frameworks": [{"name": "plaidml", "unavailable_devices": [{"id": "opencl_x.1", "reason": "unsupported"}]}],
+        "results": [
+            {"framework": "plaidml", "framework_version": "0.7.0", "device": "opencl_amd_kaveri.0", "kind": "gpu",
+             "name": "Kaveri", "verdict": V.SLOWER_THAN_CPU, "reason": "plaidml opencl_amd_kaveri.0 is SLOWER than the CPU",
+             "correctness": {"passed": True}, "learning": {"passed": True, "accuracy": 0.95, "seconds": 3.0},
+             "speed": {"images_per_s": 41.0}, "speedup_vs_framework_cpu": 0.2, "proof": {}},
+            {"framework": "torch", "framework_version": "2.13.0", "device": "cuda:0", "kind": "cuda", "name": None,
+             "verdict": V.UNAVAILABLE, "reason": "torch cuda:0: the torch process crashed (SIGSEGV)",
+             "correctness": None, "learning": None, "speed": None, "proof": None},
+        ],
+        "summary": ["plaidml opencl_amd_kaveri.0 is SLOWER than the CPU", "torch cuda:0: crashed (SIGSEGV)"],
+    }
+    buf = io.StringIO()
+    render_verify(doc, stream=buf)
+    text = buf.getvalue()
+    assert "SLOWER_THAN_CPU" in text and "0.20x" in text and "UNAVAILABLE" in text
+    assert "SIGSEGV" in text and "opencl_x.1: unsupported" in text
+
+
+def test_progress_without_a_terminal_prints_one_line_per_finished_stage() -> None:
+    buf = io.StringIO()
+    p = Progress(stream=buf)
+    events: List[Dict[str, Any]] = [
+        {"event": "hello", "framework": "torch", "version": "2.13.0", "import_s": 1.5},
+        {"event": "stage", "framework": "torch", "device": "cpu", "stage": "speed"},
+        {"event": "result", "framework": "torch", "device": "cpu", "stage": "speed", "data": {"images_per_s": 1600.0}},
+        {"event": "result", "framework": "torch", "device": "cpu", "stage": "learning",
+         "data": {"passed": False, "accuracy": 0.2, "steps": 300, "seconds": 9.0}},
+    ]
+    for ev in events:
+        p.event(ev)
+    p.stop()
+    lines = buf.getvalue().splitlines()
+    assert lines == ["verify: torch cpu: speed 1,600 images/s",
+                     "verify: torch cpu: learning FAILED: 20% in 300 steps, 9.0 s"]

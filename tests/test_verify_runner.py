@@ -1,0 +1,223 @@
+"""run_verify end to end through real child processes: a framework that crashes, hangs, raises or
+returns NaN ends as UNAVAILABLE or WRONG_RESULTS with a reason, never as a hang or a traceback.
+
+Fake frameworks are packages put first on PYTHONPATH; faults inside a real torch run come from the
+payload's test-only `inject` option."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+from mlprobe.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, MlprobeError
+from mlprobe.verify import run_verify
+from mlprobe.verify.child import run_child
+from mlprobe.verify.runner import discover, select_frameworks
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not importable in this interpreter "
+                                                      "(pip install torch==2.13.0)")
+# Small budgets: these tests prove behaviour, not speed.
+FAST = {"speed_repeats": 3, "speed_min_repeats": 3, "speed_budget_s": 0.5, "speed_repeat_s": 0.05,
+        "warmup_cpu": 1, "learn_max_s": 20.0}
+
+
+def fake_framework(root: Path, name: str, body: str) -> Path:
+    pkg = root / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(body, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def make(name: str, body: str) -> Path:
+        root = fake_framework(tmp_path / "fake", name, body)
+        monkeypatch.setenv("PYTHONPATH", str(root))
+        return root
+    return make
+
+
+def only(doc: Dict[str, Any], **match: Any) -> Dict[str, Any]:
+    hits = [r for r in doc["results"] if all(r.get(k) == v for k, v in match.items())]
+    assert len(hits) == 1, (match, [(r["framework"], r["device"], r["verdict"]) for r in doc["results"]])
+    return hits[0]
+
+
+def test_discover_sees_a_framework_without_importing_it(fake_path) -> None:
+    # The fake torch would kill any process importing it: discovery must survive (find_spec only).
+    fake_path("torch", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    disc = discover(sys.executable)
+    assert disc["frameworks"]["torch"]["importable"] is True
+    assert disc["python"] == sys.version.split()[0]
+
+
+def test_import_segfault_is_unavailable_with_the_signal(fake_path) -> None:
+    fake_path("torch", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    doc = run_verify(framework="torch", cpu_peers=False)
+    fw = doc["frameworks"][0]
+    assert fw["status"] == "unavailable"
+    assert "SIGSEGV" in fw["reason"] and "importing torch" in fw["reason"]
+    rec = only(doc, framework="torch")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert doc["exit_code"] == EXIT_UNAVAILABLE
+
+
+def test_import_hang_is_unavailable_after_the_stall_limit(fake_path) -> None:
+    fake_path("torch", "import time\nprint('loading...')\ntime.sleep(600)\n")
+    t0 = time.monotonic()
+    doc = run_verify(framework="torch", cpu_peers=False, timeout=60, stall=3)
+    assert time.monotonic() - t0 < 30
+    rec = only(doc, framework="torch")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "hung" in rec["reason"] and "no progress for 3 s" in rec["reason"]
+
+
+def test_import_error_is_unavailable_with_the_message_and_stdout_noise_is_ignored(fake_path) -> None:
+    fake_path("torch", "print('{\"not\": \"protocol\"}')\nraise ImportError('libtorch_cuda.so: cannot open shared object file')\n")
+    doc = run_verify(framework="torch", cpu_peers=False)
+    rec = only(doc, framework="torch")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "libtorch_cuda.so" in rec["reason"]
+    assert "Traceback" not in rec["reason"]
+
+
+def test_missing_framework_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, missing = select_frameworks("tensorflow", {"tensorflow": {"importable": False}})
+    assert chosen == [] and missing[0]["status"] == "not installed"
+    chosen, _ = select_frameworks("keras", {"plaidml": {"importable": True}, "tensorflow": {"importable": True}})
+    assert chosen == ["plaidml"]
+    chosen, _ = select_frameworks("keras", {"tensorflow": {"importable": True}})
+    assert chosen == ["tensorflow"]
+
+
+def test_unknown_interpreter_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(MlprobeError) as exc:
+        run_verify(python=str(tmp_path / "nope" / "python"))
+    assert exc.value.ref == "E601"
+
+
+def test_child_protocol_survives_a_crash_after_partial_output(fake_path) -> None:
+    fake_path("torch", "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n")
+    res = run_child(sys.executable, ["run", json.dumps({"framework": "torch"})], timeout=60, stall=30)
+    assert res.ended == "crash" and res.detail == "SIGABRT"
+    assert not res.clean
+
+
+@needs_torch
+def test_torch_cpu_verify_passes_correctness_learning_and_speed() -> None:
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False)
+    rec = only(doc, framework="torch", device="cpu")
+    assert rec["verdict"] == "CPU", rec["reason"]
+    assert rec["correctness"]["passed"] and rec["correctness"]["loss_rel_err"] < 1e-5
+    assert rec["learning"]["passed"] and rec["learning"]["accuracy"] >= 0.9
+    sp = rec["speed"]
+    assert sp["images_per_s"] > 0 and sp["batch"] == 128 and sp["repeats"] >= 3
+    assert sp["seconds_per_epoch"] == pytest.approx(60000 / sp["images_per_s"])
+    assert rec["proof"]["tensor_device"] == "cpu"
+    assert doc["best_cpu"]["framework"] == "torch"
+    assert doc["exit_code"] == EXIT_OK
+    assert doc["wall_s"] < 90  # the acceptance bar is 20 s on an idle 2-core machine; CI may be busy
+
+
+@needs_torch
+@pytest.mark.parametrize("stage", ["correctness", "learning", "speed"])
+def test_nan_gives_wrong_results(stage: str) -> None:
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST,
+                     inject={"device": "cpu", "stage": stage, "fault": "nan"})
+    rec = only(doc, framework="torch", device="cpu")
+    assert rec["verdict"] == "WRONG_RESULTS"
+    assert "NaN" in rec["reason"]
+    assert doc["exit_code"] == EXIT_FAILURE
+
+
+@needs_torch
+def test_segfault_during_speed_keeps_earlier_stages_and_is_unavailable() -> None:
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST,
+                     inject={"device": "cpu", "stage": "speed", "fault": "segv"})
+    rec = only(doc, framework="torch", device="cpu")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "SIGSEGV" in rec["reason"] and "speed test" in rec["reason"]
+    assert rec["correctness"]["passed"] and rec["learning"]["passed"]
+    assert doc["exit_code"] == EXIT_UNAVAILABLE
+
+
+@needs_torch
+def test_hang_during_learning_is_unavailable_not_a_hang() -> None:
+    t0 = time.monotonic()
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST, stall=4, timeout=120,
+                     inject={"device": "cpu", "stage": "learning", "fault": "hang"})
+    assert time.monotonic() - t0 < 60
+    rec = only(doc, framework="torch", device="cpu")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "hung" in rec["reason"] and "learning test" in rec["reason"]
+
+
+@needs_torch
+def test_exception_in_a_stage_is_unavailable_with_its_message() -> None:
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST,
+                     inject={"device": "cpu", "stage": "correctness", "fault": "raise"})
+    rec = only(doc, framework="torch", device="cpu")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "injected fault" in rec["reason"]
+
+
+@needs_torch
+def test_absent_accelerator_request_is_unavailable_with_the_build_reason() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    doc = run_verify(framework="torch", device="cuda", cpu_peers=False, overrides=FAST)
+    rec = only(doc, framework="torch", device="cuda")
+    assert rec["verdict"] == "UNAVAILABLE"
+    assert "CPU-only build" in rec["reason"] or "is_available" in rec["reason"]
+    assert not any(r["device"] == "cpu" for r in doc["results"])  # no baseline without a device to compare
+    assert doc["exit_code"] == EXIT_UNAVAILABLE
+
+
+def test_cli_json_prints_only_json_and_returns_the_exit_code(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(fake_framework(tmp_path / "fake", "torch", "raise ImportError('broken build')\n"))
+    proc = subprocess.run([sys.executable, "-m", "mlprobe", "verify", "--framework", "torch", "--json",
+                           "--no-cpu-peers"], capture_output=True, text=True, env=env, timeout=120)
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "mlprobe.verify/1"
+    assert proc.returncode == EXIT_UNAVAILABLE == doc["exit_code"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_crash_costs_only_its_device_and_the_rest_run_in_a_new_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.verify import runner
+    from mlprobe.verify.child import ChildResult
+
+    devices = [{"id": "cpu", "kind": "cpu"}, {"id": "cuda:0", "kind": "cuda"}, {"id": "cuda:1", "kind": "cuda"}]
+    ok = {"correctness": {"passed": True}, "learning": {"passed": True}, "speed": {"images_per_s": 10.0}}
+    calls = []
+
+    def fake_child(python, args, env=None, timeout=0, stall=0, on_event=None):  # type: ignore[no-untyped-def]
+        cfg = json.loads(args[1])
+        calls.append(cfg)
+        head = [{"event": "hello", "version": "9"}, {"event": "devices", "devices": devices, "unavailable": []}]
+        if len(calls) == 1:
+            evs = head + [{"event": "device_done", "device": "cpu", "data": ok},
+                          {"event": "stage", "device": "cuda:0", "stage": "speed"}]
+            return ChildResult(events=evs, returncode=-11, ended="crash", detail="SIGSEGV")
+        evs = head + [{"event": "device_done", "device": d, "data": ok} for d in cfg["devices"]] + [{"event": "done"}]
+        return ChildResult(events=evs, returncode=0)
+
+    monkeypatch.setattr(runner, "run_child", fake_child)
+    run = runner._FrameworkRun("python", "torch", {"quick": False, "timeout": 5, "stall": 5}, None)
+    todo = runner._run_torch_or_tf(run, None)
+    assert todo == ["cpu", "cuda:0", "cuda:1"]
+    assert set(run.done) == {"cpu", "cuda:1"}
+    assert "SIGSEGV" in run.failed["cuda:0"]["message"] and "speed test" in run.failed["cuda:0"]["message"]
+    assert calls[1]["devices"] == ["cuda:1"] and calls[1]["cpu_baseline"] is False
