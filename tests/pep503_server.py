@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import io
 import json
 import threading
 import time

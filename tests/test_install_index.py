@@ -15,8 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlprobe.errors import ParseError
-from mlprobe.install.index import (IndexCheck, check_index, evaluate_files, parse_simple_html, parse_simple_json,
-                                   running_target, target_for_interpreter, target_from_report)
+from mlprobe.install.index import (
+    IndexCheck,
+    check_index,
+    evaluate_files,
+    parse_simple_html,
+    parse_simple_json,
+    running_target,
+    target_for_interpreter,
+    target_from_report,
+)
 from tests.pep503_server import IndexConfig, LocalIndex, build_wheel, free_port_url, sample_wheels
 
 REAL_PAGE = Path("/opt/pypi/simple/numpy/index.html")  # a real PEP 503 page where this machine has one

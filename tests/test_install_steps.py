@@ -20,8 +20,14 @@ from mlprobe.errors import MlprobeError, ParseError
 from mlprobe.install import activate
 from mlprobe.install.backends import Sources, choose_backend, pip_command, pip_env, source_args
 from mlprobe.install.proc import Transcript
-from mlprobe.install.resolve import (classify_failure, needs_variant, parse_index_versions, parse_pip_report,
-                                     pick_variant, pin_variants)
+from mlprobe.install.resolve import (
+    classify_failure,
+    needs_variant,
+    parse_index_versions,
+    parse_pip_report,
+    pick_variant,
+    pin_variants,
+)
 from mlprobe.install.steps import InstallOptions, build_plan, pick_recommendation
 from mlprobe.install.venv import Interpreter, check_system_target, check_venv_target, venv_state
 from tests.pep503_server import LocalIndex, build_wheel

@@ -11,12 +11,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
-from tests.pep503_server import (IndexConfig, LocalIndex, free_port_url, make_venv, pip_freeze, pip_install,
-                                 sample_wheels, tree_state)
+from tests.pep503_server import (
+    IndexConfig,
+    LocalIndex,
+    free_port_url,
+    make_venv,
+    pip_freeze,
+    pip_install,
+    sample_wheels,
+    tree_state,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -169,9 +177,9 @@ def test_index_down_is_caught_before_anything_changes(work: Path, index: LocalIn
 
 def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path) -> None:
     """The pre-flight passes, then the index stops answering before pip runs."""
+    from mlprobe.errors import MlprobeError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan
-    from mlprobe.errors import MlprobeError
 
     with LocalIndex(wheels, IndexConfig(), max_requests=500, lifetime_s=120) as idx:
         venv, py, freeze, tree = existing_env(work, idx, "goodlib==1.0")
@@ -389,3 +397,30 @@ def test_without_apply_real_plan_writes_nothing(work: Path) -> None:
     doc = json.loads(cp.stdout)
     assert doc["applied"] is False
     assert _snapshot(home, work / "cwd") == before
+
+
+# ---------------------------------------------------------------- uv (when on PATH) ----------
+
+needs_uv = pytest.mark.skipif(__import__("shutil").which("uv") is None, reason="uv is not on PATH")
+
+
+@needs_uv
+def test_uv_installs_and_rolls_back(work: Path, index: LocalIndex) -> None:
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv), "--installer", "uv")
+    assert cp.returncode == 1, cp.stderr
+    assert "installing with uv" in cp.stderr and "[E505]" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv))  # auto picks uv
+    assert cp.returncode == 0, cp.stderr
+    assert "installer: uv" in cp.stdout
+    assert "demo-app==1.0" in pip_freeze(py)
+
+
+@needs_uv
+def test_use_pip_config_means_pip_even_with_uv(work: Path, index: LocalIndex) -> None:
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--use-pip-config", "--find-links",
+             str(index.folder), "--installer", "uv")
+    assert cp.returncode == 2 and "[E513]" in cp.stderr

@@ -186,6 +186,10 @@ def test_rocminfo_garbage_and_errors() -> None:
     info = rocm.parse_rocminfo("ROCk module is loaded\nUnable to open /dev/kfd read-write: Permission denied\n"
                                "user is not member of \"render\" group\n")
     assert info.agents == () and info.errors and "/dev/kfd" in info.errors[0]
+    c = rocm.probe(DictHost({"rocminfo.txt": "ROCk module is loaded\nUnable to open /dev/kfd read-write: "
+                                             "Permission denied\n", "kfd-topology.txt": KFD}))
+    assert len(c.gpus) == 2  # the kernel still lists the GPUs
+    assert any("render" in w and "video" in w for w in c.warnings)
 
 
 # -- KFD topology -----------------------------------------------------------------------------

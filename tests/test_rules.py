@@ -184,6 +184,38 @@ def test_arch_coverage(archs: List[str], cc: str, how: Optional[str]) -> None:
     assert arch_coverage(archs, cc) == how
 
 
+_REL = st.lists(st.integers(0, 20), min_size=1, max_size=3).map(lambda xs: ".".join(map(str, xs)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([">=", "<=", ">", "<", "==", "!=", "~=", "=="]), _REL),
+        min_size=1,
+        max_size=3,
+    ),
+    _REL,
+    st.booleans(),
+)
+def test_fast_specifier_path_agrees_with_packaging(clauses: List[Any], value: str, star: bool) -> None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    from mlprobe.conditions import spec_contains
+
+    spec = ",".join(
+        f"{op}{v}" + (".*" if star and op in ("==", "!=") and i == 0 else "")
+        for i, (op, v) in enumerate(clauses)
+    )
+    try:
+        want = SpecifierSet(spec).contains(Version(value), prereleases=True)
+    except InvalidSpecifier:
+        with pytest.raises(ValueError):
+            spec_contains(spec, Version(value))
+        return
+    assert spec_contains(spec, Version(value)) == want, spec
+
+
 # --------------------------------------------------------------------------- PyTorch CUDA: driver AND arch
 
 

@@ -221,3 +221,15 @@ def test_a_crash_costs_only_its_device_and_the_rest_run_in_a_new_child(monkeypat
     assert set(run.done) == {"cpu", "cuda:1"}
     assert "SIGSEGV" in run.failed["cuda:0"]["message"] and "speed test" in run.failed["cuda:0"]["message"]
     assert calls[1]["devices"] == ["cuda:1"] and calls[1]["cpu_baseline"] is False
+
+
+def test_mlprobe_process_never_imports_the_framework(tmp_path: Path) -> None:
+    root = fake_framework(tmp_path / "fake", "torch", "raise ImportError('not a real torch')\n")
+    code = ("import sys\nfrom mlprobe.verify import run_verify\n"
+            "doc = run_verify(framework='torch', cpu_peers=False)\n"
+            "assert 'torch' not in sys.modules and 'tensorflow' not in sys.modules\n"
+            "print(doc['results'][0]['verdict'])\n")
+    env = dict(os.environ, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "UNAVAILABLE"

@@ -11,12 +11,14 @@ from .common import print_json
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
-        "diff", help="what differs between two machines (reports, scan JSONs or bundles)",
+        "diff",
+        help="what differs between two machines (reports, scan JSONs or bundles)",
         description="Compare two machines, e.g. the one that works and the one that doesn't: OS, CPU "
-                    "flags and x86-64 level, GPUs (driver, compute capability, gfx target), runtimes, "
-                    "frameworks and their flavours, Python, and the plan's top pick per framework. "
-                    "Each side is an `mlprobe report` JSON, an `mlprobe scan --json` output, or a "
-                    "capture bundle folder.")
+        "flags and x86-64 level, GPUs (driver, compute capability, gfx target), runtimes, "
+        "frameworks and their flavours, Python, and the plan's top pick per framework. "
+        "Each side is an `mlprobe report` JSON, an `mlprobe scan --json` output, or a "
+        "capture bundle folder.",
+    )
     p.add_argument("a", metavar="A", help="report JSON, scan JSON or bundle folder")
     p.add_argument("b", metavar="B", help="report JSON, scan JSON or bundle folder")
     p.add_argument("--json", action="store_true", help="print the differences as one JSON object")
@@ -32,10 +34,13 @@ def run(args: argparse.Namespace) -> int:
             sides.append(load_side(path))
         except DiffInputError as exc:
             raise MlprobeError(
-                f"cannot compare {path}", why=str(exc),
+                f"cannot compare {path}",
+                why=str(exc),
                 next_step="pass two files made by `mlprobe report` or `mlprobe scan --json`, or two "
-                          "folders made by `mlprobe capture`",
-                ref="E701", exit_code=EXIT_USAGE) from None
+                "folders made by `mlprobe capture`",
+                ref="E701",
+                exit_code=EXIT_USAGE,
+            ) from None
     a, b = sides
     diffs = diff_sides(a, b)
     if args.json:

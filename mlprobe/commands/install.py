@@ -43,7 +43,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--recipe-file", metavar="FILE", type=Path,
                    help="a recipe as JSON (one entry of `mlprobe plan --json`'s recommended list, or a whole "
                         "plan); skips the scan")
-    p.add_argument("--python", metavar="X.Y", help="the Python version of the new environment (pythonX.Y on PATH)")
+    p.add_argument("--python", metavar="X.Y",
+                   help="the Python version of the new environment (pythonX.Y on PATH)")
     add_replay(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     src = p.add_argument_group("sources (see below)")
@@ -60,7 +61,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ap.add_argument("--venv", metavar="PATH", type=Path,
                     help="the venv to create, or an existing one to reuse (default: ./mlprobe-<recipe>-venv)")
     ap.add_argument("--system", action="store_true",
-                    help="install into the interpreter itself (refused when it is externally managed, PEP 668)")
+                    help="install into the interpreter itself "
+                         "(refused when it is externally managed, PEP 668)")
     ap.add_argument("--installer", choices=["auto", "pip", "uv"], default="auto",
                     help="auto: uv when it is on PATH, else pip")
     ap.add_argument("--without-pip", action="store_true",
@@ -105,7 +107,8 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             doc = json.loads(Path(args.recipe_file).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise MlprobeError(f"cannot read the recipe file {args.recipe_file}", why=str(exc),
-                               next_step="pass a JSON file: one recommendation, or a plan from `mlprobe plan --json`",
+                               next_step="pass a JSON file: one recommendation, or a plan from "
+                                         "`mlprobe plan --json`",
                                ref="E513", exit_code=EXIT_USAGE) from None
         if isinstance(doc, dict) and "recommended" in doc:
             return pick_recommendation(doc, args.recipe), None, False
@@ -156,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(), "result": result.to_dict()})
+        print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(),
+                    "result": result.to_dict()})
     else:
         out.render_applied(pre, result)
     if result.verify is not None:

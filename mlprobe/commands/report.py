@@ -13,19 +13,31 @@ from .common import add_replay, host_source, make_host
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
-        "report", help="a redacted report for a bug ticket (scan + plan; JSON or Markdown)",
+        "report",
+        help="a redacted report for a bug ticket (scan + plan; JSON or Markdown)",
         description="Scan (and plan, and with --verify verify) this machine and write one versioned "
-                    "report. Host and user names, home paths, addresses, GPU UUIDs, serial numbers, "
-                    "machine ids and secret-looking values are redacted unless --no-redact.")
+        "report. Host and user names, home paths, addresses, GPU UUIDs, serial numbers, "
+        "machine ids and secret-looking values are redacted unless --no-redact.",
+    )
     add_replay(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
-    p.add_argument("--format", choices=("json", "markdown"), default=None,
-                   help="json (default; markdown when FILE ends in .md)")
+    p.add_argument(
+        "--format",
+        choices=("json", "markdown"),
+        default=None,
+        help="json (default; markdown when FILE ends in .md)",
+    )
     p.add_argument("--verify", action="store_true", help="also run verify and include its verdicts")
-    p.add_argument("--include-raw", action="store_true",
-                   help="embed the (redacted) raw captures, so `mlprobe scan --replay FILE` replays them")
-    p.add_argument("--no-redact", action="store_true",
-                   help="keep host/user names, paths, ids and secrets (never post such a report publicly)")
+    p.add_argument(
+        "--include-raw",
+        action="store_true",
+        help="embed the (redacted) raw captures, so `mlprobe scan --replay FILE` replays them",
+    )
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep host/user names, paths, ids and secrets (never post such a report publicly)",
+    )
     p.set_defaults(func=run)
 
 
@@ -33,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from ..report.envelope import ReportOptions, build_report
     from ..report.markdown import render_markdown
 
-    fmt = args.format or ("markdown" if args.output and args.output.lower().endswith((".md", ".markdown"))
-                          else "json")
+    fmt = args.format or (
+        "markdown" if args.output and args.output.lower().endswith((".md", ".markdown")) else "json"
+    )
     host = make_host(args)
     if host.kind == "live":
         from ..host import shared_live_host
@@ -44,16 +57,22 @@ def run(args: argparse.Namespace) -> int:
     doc = build_report(host, options, source=host_source(host, args))
     text = render_markdown(doc) if fmt == "markdown" else json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if args.no_redact:
-        print("WARNING: this report is NOT redacted (--no-redact): it may hold host and user names, "
-              "paths, IP/MAC addresses, serial numbers and secrets. Do not post it publicly.",
-              file=sys.stderr)
+        print(
+            "WARNING: this report is NOT redacted (--no-redact): it may hold host and user names, "
+            "paths, IP/MAC addresses, serial numbers and secrets. Do not post it publicly.",
+            file=sys.stderr,
+        )
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         red = doc.get("redactions") or {}
         kinds = red.get("kinds") or {}
         what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"
-        print(f"wrote {args.output} ({fmt}; " + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
-              + ")", file=sys.stderr)
+        print(
+            f"wrote {args.output} ({fmt}; "
+            + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
+            + ")",
+            file=sys.stderr,
+        )
         if args.include_raw and fmt == "json":
             print(f"replay it with: mlprobe scan --replay {args.output}", file=sys.stderr)
     else:

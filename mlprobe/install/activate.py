@@ -66,8 +66,8 @@ def posix_block(env: Dict[str, str]) -> Tuple[str, str]:
     sets += ["_MLPROBE_ENV_ACTIVE=1", "export _MLPROBE_ENV_ACTIVE", END]
     unsets = ["    " + BEGIN, '    if [ -n "${_MLPROBE_ENV_ACTIVE:-}" ] ; then']
     for k in env:
-        unsets.append(f'        if [ -n "${{_MLPROBE_OLD_{k}+_}}" ] ; then {k}="$_MLPROBE_OLD_{k}" ; export {k} ; '
-                      f"unset _MLPROBE_OLD_{k} ; else unset {k} ; fi")
+        unsets.append(f'        if [ -n "${{_MLPROBE_OLD_{k}+_}}" ] ; then {k}="$_MLPROBE_OLD_{k}" ; '
+                      f"export {k} ; unset _MLPROBE_OLD_{k} ; else unset {k} ; fi")
     unsets += ["        unset _MLPROBE_ENV_ACTIVE", "    fi", "    " + END]
     return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
 
@@ -80,8 +80,8 @@ def fish_block(env: Dict[str, str]) -> Tuple[str, str]:
     sets += ["set -gx _MLPROBE_ENV_ACTIVE 1", END]
     unsets = ["    " + BEGIN, "    if set -q _MLPROBE_ENV_ACTIVE"]
     for k in env:
-        unsets.append(f"        if set -q _MLPROBE_OLD_{k}; set -gx {k} $_MLPROBE_OLD_{k}; set -e _MLPROBE_OLD_{k}; "
-                      f"else; set -e {k}; end")
+        unsets.append(f"        if set -q _MLPROBE_OLD_{k}; set -gx {k} $_MLPROBE_OLD_{k}; "
+                      f"set -e _MLPROBE_OLD_{k}; else; set -e {k}; end")
     unsets += ["        set -e _MLPROBE_ENV_ACTIVE", "    end", "    " + END]
     return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
 
@@ -93,7 +93,9 @@ def csh_block(env: Dict[str, str]) -> str:
 
 def ps1_block(env: Dict[str, str]) -> Tuple[str, str]:
     sets = [BEGIN] + [f"$env:{k} = {_ps(v)}" for k, v in env.items()] + [END]
-    unsets = ["    " + BEGIN] + [f"    Remove-Item -Path env:{k} -ErrorAction SilentlyContinue" for k in env] + ["    " + END]
+    unsets = ["    " + BEGIN]
+    unsets += [f"    Remove-Item -Path env:{k} -ErrorAction SilentlyContinue" for k in env]
+    unsets.append("    " + END)
     return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
 
 

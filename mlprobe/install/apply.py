@@ -28,8 +28,16 @@ from .proc import StepTimeout, Transcript, run_logged
 from .resolve import Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
 from .steps import InstallOptions, InstallPlan, Step
 from .transaction import RestoreReport, Transaction
-from .venv import (Interpreter, check_system_target, check_venv_target, create_venv_argv, default_venv_path,
-                   find_python, inspect_interpreter, venv_python)
+from .venv import (
+    Interpreter,
+    check_system_target,
+    check_venv_target,
+    create_venv_argv,
+    default_venv_path,
+    find_python,
+    inspect_interpreter,
+    venv_python,
+)
 
 IMPORT_CHECK_TIMEOUT_S = 600.0
 VENV_TIMEOUT_S = 300.0
@@ -87,7 +95,8 @@ class Preflight:
             "steps": [s.to_dict() for s in self.steps],
             "index_checks": [c.to_dict() for c in self.checks],
             "resolution": self.resolution.to_dict() if self.resolution else None,
-            "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step} for p in self.problems],
+            "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step}
+                         for p in self.problems],
             "ok": self.ok,
         }
 
@@ -140,20 +149,23 @@ def _target_of(info: Interpreter) -> Target:
 
 # ---------------------------------------------------------------- pre-flight ---------------
 
-def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend], packages: List[str]) -> List[Step]:
+def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
+               packages: List[str]) -> List[Step]:
     steps: List[Step] = []
     py = env.python
     if env.mode == "new-venv" and env.path is not None:
         py = str(venv_python(env.path))
-        steps.append(Step("venv", f"create a virtual environment {env.path} (Python {env.target.python_version})",
-                          f"{env.python} -m venv {env.path}"))
+        steps.append(Step("venv", f"create a virtual environment {env.path} "
+                          f"(Python {env.target.python_version})", f"{env.python} -m venv {env.path}"))
     elif env.mode == "venv":
-        steps.append(Step("venv", f"reuse the virtual environment {env.path} (Python {env.target.python_version}); "
-                          "its packages are saved first and restored if anything fails"))
+        steps.append(Step("venv", f"reuse the virtual environment {env.path} "
+                          f"(Python {env.target.python_version}); its packages are saved first and restored "
+                          "if anything fails"))
     elif env.mode == "system":
         steps.append(Step("venv", f"install into the interpreter {env.python} itself (--system)"))
     if backend is not None:
-        shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args, plan.sources)
+        shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args,
+                                                                             plan.sources)
         steps.append(Step("install", f"install {len(packages)} requirement(s) with {backend.name} from "
                           f"{plan.sources.describe()}", shown))
     else:
@@ -189,8 +201,10 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         try:
             if not SpecifierSet(plan.python_spec).contains(env.target.python_version, prereleases=True):
                 raise MlprobeError(
-                    f"recipe {plan.recipe} needs Python {plan.python_spec}; the target is {env.target.python_version}",
-                    next_step="pass --python X.Y with a version that fits (that interpreter must be installed)",
+                    f"recipe {plan.recipe} needs Python {plan.python_spec}; "
+                    f"the target is {env.target.python_version}",
+                    next_step="pass --python X.Y with a version that fits "
+                              "(that interpreter must be installed)",
                     ref="E510", exit_code=EXIT_UNAVAILABLE)
         except InvalidSpecifier:
             plan.warnings.append(f"the recipe's python requirement {plan.python_spec!r} is unreadable")
@@ -221,15 +235,16 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         say(f"checking {', '.join(indexes)}")
         jobs = [(u, p) for u in indexes[:1] for p in pre.packages]
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
-            pre.checks = list(pool.map(lambda j: check_index(j[0], j[1], env.target, timeout=opts.check_timeout_s),
-                                       jobs))
+            pre.checks = list(pool.map(
+                lambda j: check_index(j[0], j[1], env.target, timeout=opts.check_timeout_s), jobs))
     blocking = [c for c in pre.checks if not c.ok and not plan.sources.extra_index_urls
                 and not plan.sources.find_links]
     for c in blocking[:1]:
         nxt = offline_hint() if c.ref == "E501" else (
             "pass --python X.Y for an interpreter these wheels support, or pick another recipe (--recipe ID)"
             if c.ref == "E503" else "check the URL; or use another source: " + offline_hint())
-        pre.problems.append(MlprobeError(f"index check failed: {c.message}", why=f"{c.index_url} for {c.requirement}",
+        pre.problems.append(MlprobeError(f"index check failed: {c.message}",
+                                         why=f"{c.index_url} for {c.requirement}",
                                          next_step=nxt, ref=c.ref or "E501", exit_code=EXIT_UNAVAILABLE))
     if blocking:
         pre.resolution = Resolution(ok=False, skipped="the index does not answer" if not blocking[0].reachable
@@ -350,7 +365,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                               VENV_TIMEOUT_S)
                 if r.rc != 0:
                     raise MlprobeError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
-                                       next_step="on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH",
+                                       next_step="on Debian/Ubuntu: `apt install python3-venv`; "
+                                                 "or pass --venv PATH",
                                        ref="E509", exit_code=EXIT_FAILURE)
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
@@ -385,15 +401,17 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 _write_config(f, env, txn, transcript)
             for imp in plan.imports:
                 progress.step(f"checking `import {imp}` in the environment")
-                r = _run_step([python, "-c", f"import {imp}; print(getattr({imp.split('.')[0]}, '__version__', ''))"],
-                              transcript, progress, IMPORT_CHECK_TIMEOUT_S)
+                code = f"import {imp}; print(getattr({imp.split('.')[0]}, '__version__', ''))"
+                r = _run_step([python, "-c", code], transcript, progress, IMPORT_CHECK_TIMEOUT_S)
                 if r.rc != 0:
                     last = next((ln for ln in reversed(r.output.strip().splitlines()) if ln.strip()), "")
-                    raise MlprobeError(f"installed, but `import {imp}` fails in the environment", why=last[:300],
-                                       next_step="see the transcript log; this build may not run on this machine "
-                                                 "(`mlprobe plan` lists the alternatives)",
+                    raise MlprobeError(f"installed, but `import {imp}` fails in the environment",
+                                       why=last[:300],
+                                       next_step="see the transcript log; this build may not run on this "
+                                                 "machine (`mlprobe plan` lists the alternatives)",
                                        ref="E516", exit_code=EXIT_FAILURE)
-                progress.done(f"import {imp} works ({r.output.strip().splitlines()[-1] if r.output.strip() else ''})")
+                shown_version = r.output.strip().splitlines()[-1] if r.output.strip() else ""
+                progress.done(f"import {imp} works ({shown_version})")
             import_ok = True
     except KeyboardInterrupt:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
@@ -412,8 +430,9 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.why = "; ".join(x for x in (exc.why, summary) if x)
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
+    dists = pre.resolution.dists if pre.resolution else []
     result = ApplyResult(path=env.path if env.mode != "system" else None, python=python,
-                         installed=[f"{d.name}=={d.version}" for d in (pre.resolution.dists if pre.resolution else [])],
+                         installed=[f"{d.name}=={d.version}" for d in dists],
                          activate_scripts=scripts_written, log=log_path, import_ok=import_ok)
     if opts.verify:
         _verify(plan, python, result, transcript, progress)
@@ -424,8 +443,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
 
 def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
     if shim not in ("plaidml-collections", "plaidml", "plaidml-compat"):
-        raise MlprobeError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data", ref="E513",
-                           exit_code=EXIT_USAGE)
+        raise MlprobeError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data",
+                           ref="E513", exit_code=EXIT_USAGE)
     try:
         from ..shims.plaidml_compat import install_shim
     except ImportError as exc:
@@ -454,7 +473,8 @@ def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcrip
     transcript.note(f"wrote {path}")
 
 
-def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Transcript, progress: Progress) -> None:
+def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Transcript,
+            progress: Progress) -> None:
     fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
     if not fw:
         result.verify_error = f"no verify for framework {plan.framework or '?'}"

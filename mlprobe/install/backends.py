@@ -110,7 +110,8 @@ def pip_command(target_python: str, target_has_pip: bool) -> List[str]:
     if target_has_pip:
         return [target_python, "-m", "pip"]
     # Not realpath: a venv's python is a symlink to the base interpreter, yet another environment.
-    same = os.path.normcase(os.path.abspath(target_python)) == os.path.normcase(os.path.abspath(sys.executable))
+    same = os.path.normcase(os.path.abspath(target_python)) == \
+        os.path.normcase(os.path.abspath(sys.executable))
     if same and _pip_version_tuple() >= (1,):
         return [sys.executable, "-m", "pip"]
     if _pip_version_tuple() >= PIP_MIN_FOR_PYTHON_OPTION:
@@ -136,7 +137,8 @@ class Backend:
     pip: Tuple[str, ...] = ()  # how to run pip (also used by uv mode for queries)
     uv: Optional[str] = None
 
-    def install_argv(self, packages: List[str], sources: Sources, extra: Optional[List[str]] = None) -> List[str]:
+    def install_argv(self, packages: List[str], sources: Sources,
+                     extra: Optional[List[str]] = None) -> List[str]:
         if self.name == "uv":
             assert self.uv is not None
             return [self.uv, "pip", "install", "--python", self.python, *source_args(sources),
@@ -164,7 +166,8 @@ def needs_pip(sources: Sources, variant_label: Optional[str]) -> bool:
     return sources.origin == "pip configuration" or (sources.use_pip_config and bool(variant_label))
 
 
-def choose_backend(prefer: str, sources: Sources, python: str, has_pip: bool, pip_only: bool = False) -> Backend:
+def choose_backend(prefer: str, sources: Sources, python: str, has_pip: bool,
+                   pip_only: bool = False) -> Backend:
     """uv when it is on PATH (and not told otherwise), pip otherwise; pip when pip_only."""
     uv = shutil.which("uv")
     use_uv = prefer == "uv" or (prefer == "auto" and uv is not None)

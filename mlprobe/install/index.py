@@ -371,7 +371,7 @@ def check_index(index_url: str, requirement: str, target: Target, timeout: float
         check.seconds = time.perf_counter() - started
         return check
     check.reachable = True
-    check.status = status
+    check.status = status = status or 0
     check.api = kind
     check.seconds = time.perf_counter() - started
     if status == 404:

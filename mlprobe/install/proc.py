@@ -159,7 +159,8 @@ def run_logged(
     return Result(argv, rc, list(tail), seconds)
 
 
-def run_quiet(argv: List[str], timeout: float, env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
+def run_quiet(argv: List[str], timeout: float,
+              env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
     """A short query (interpreter facts, pip index versions): output captured, nothing logged."""
     return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)

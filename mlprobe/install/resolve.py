@@ -50,7 +50,8 @@ class ResolvedDist:
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # network | not-found | incompatible | conflict | broken | externally-managed | interrupted | other
+    # network | not-found | incompatible | conflict | broken | externally-managed | interrupted | other
+    kind: str
     what: str
     why: str
     next_step: str
@@ -123,17 +124,19 @@ _NET = re.compile(r"(Could not fetch URL|NewConnectionError|Max retries exceeded
                   r"ConnectTimeoutError|ReadTimeoutError|Failed to establish a new connection|"
                   r"error sending request|Failed to fetch|dns error|operation timed out|"
                   r"HTTP error 5\d\d|50[0-9] Server Error|Service Unavailable)", re.I)
-_404 = re.compile(r"(404 Client Error|HTTP error 404|404 Not Found|status code 404|HTTP status client error \(404)",
-                  re.I)
+_404 = re.compile(r"(404 Client Error|HTTP error 404|404 Not Found|status code 404|"
+                  r"HTTP status client error \(404)", re.I)
 _CONFLICT = re.compile(r"(ResolutionImpossible|conflicting dependencies|No solution found when resolving|"
                        r"requirements are unsatisfiable)", re.I)
 _NOT_FOUND = re.compile(r"No matching distribution found for ([^\s]+)|Because ([^\s]+) was not found in the "
                         r"package registry|there is no version of ([^\s]+)", re.I)
 _BROKEN = re.compile(r"(BadZipFile|Bad CRC-32|is invalid\.|is not a valid wheel|has an invalid wheel|"
-                     r"invalid zip|Failed to read from zip|Failed to unzip|THESE PACKAGES DO NOT MATCH THE HASHES|"
-                     r"Hash mismatch|RECORD|\.dist-info directory not found|Wheel '.*' located at .* is invalid|"
+                     r"invalid zip|Failed to read from zip|Failed to unzip|"
+                     r"THESE PACKAGES DO NOT MATCH THE HASHES|Hash mismatch|RECORD|"
+                     r"\.dist-info directory not found|Wheel '.*' located at .* is invalid|"
                      r"Failed to extract|Zip file|zip archive)", re.I)
-_INCOMPAT = re.compile(r"(is not a supported wheel on this platform|no wheels with a matching (Python|platform)|"
+_INCOMPAT = re.compile(r"(is not a supported wheel on this platform|"
+                       r"no wheels with a matching (Python|platform)|"
                        r"no wheels are available with a matching|only has wheels for|Requires-Python)", re.I)
 _PEP668 = re.compile(r"externally-managed-environment|externally managed", re.I)
 _CANCEL = re.compile(r"Operation cancelled by user|KeyboardInterrupt", re.I)
@@ -158,8 +161,9 @@ def classify_failure(output: str, tool: str = "pip", during: str = "resolving") 
         return Failure("interrupted", f"{tool} was interrupted while {during}", last,
                        "run the same command again when ready", "E507")
     if _PEP668.search(tail):
-        return Failure("externally-managed", f"{tool} refused: the environment is externally managed (PEP 668)",
-                       last, "install into a virtual environment (leave out --system)", "E508")
+        return Failure("externally-managed",
+                       f"{tool} refused: the environment is externally managed (PEP 668)", last,
+                       "install into a virtual environment (leave out --system)", "E508")
     if _CONFLICT.search(tail):
         return Failure("conflict", f"the requirements conflict ({tool} found no set of versions that fits)",
                        last, "pick another recipe (--recipe ID), or relax the pins that conflict; "
@@ -183,7 +187,8 @@ def classify_failure(output: str, tool: str = "pip", during: str = "resolving") 
         name = _first_match_name(m)
         return Failure("not-found", f"no installable version of {name} in the sources",
                        last, "the sources have no wheel for this interpreter and platform, or cannot be "
-                       f"reached: {offline}; `mlprobe install` (without --apply) shows each index check", "E503")
+                       f"reached: {offline}; `mlprobe install` (without --apply) shows each index check",
+                       "E503")
     if _BROKEN.search(tail):
         return Failure("broken", "a wheel is damaged or not a valid wheel", last,
                        "use another source (--index-url URL, --find-links DIR)", "E505")
@@ -345,8 +350,8 @@ def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, so
                      + (f"only {', '.join(labelled)} among labelled builds" if labelled else
                         f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
                         "variant, e.g. CUDA on Linux)")),
-                next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, --index-url "
-                           "URL), or use the recipe's own index (leave out the source options)"),
+                next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
+                           "--index-url URL), or use the recipe's own index (leave out the source options)"),
                 ref="E514", exit_code=EXIT_UNAVAILABLE,
             )
         marker = f"; {req.marker}" if req.marker else ""

@@ -160,7 +160,8 @@ def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Dict[str
         for r in pool:
             if recipe_id(r) == recipe:
                 return r
-        rejected = [r for r in _as_list(plan.get("rejected")) if isinstance(r, dict) and recipe_id(r) == recipe]
+        rejected = [r for r in _as_list(plan.get("rejected"))
+                    if isinstance(r, dict) and recipe_id(r) == recipe]
         if rejected:
             why = rejected[0].get("reasons") or rejected[0].get("why") or rejected[0].get("reason")
             raise MlprobeError(
@@ -185,15 +186,19 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
                            why="--use-pip-config lets pip's configuration choose the sources",
                            next_step="keep one of them", ref="E513", exit_code=EXIT_USAGE)
     if opts.no_index and not opts.find_links:
-        raise MlprobeError("--no-index needs --find-links DIR", why="with no index there is nothing to install from",
-                           next_step="add --find-links DIR (a folder of wheels)", ref="E513", exit_code=EXIT_USAGE)
+        raise MlprobeError("--no-index needs --find-links DIR",
+                           why="with no index there is nothing to install from",
+                           next_step="add --find-links DIR (a folder of wheels)", ref="E513",
+                           exit_code=EXIT_USAGE)
     find, extra = tuple(opts.find_links), tuple(opts.extra_index_urls)
     if opts.use_pip_config:
-        return Sources(find_links=find, extra_index_urls=extra, use_pip_config=True, origin="pip configuration")
+        return Sources(find_links=find, extra_index_urls=extra, use_pip_config=True,
+                       origin="pip configuration")
     if opts.no_index:
         return Sources(no_index=True, find_links=find, origin="--find-links")
     if opts.index_url:
-        return Sources(index_url=opts.index_url, extra_index_urls=extra, find_links=find, origin="--index-url")
+        return Sources(index_url=opts.index_url, extra_index_urls=extra, find_links=find,
+                       origin="--index-url")
     if recipe_url:
         return Sources(index_url=recipe_url, extra_index_urls=tuple(recipe_extra) + extra, find_links=find,
                        origin="recipe")
@@ -208,7 +213,7 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
                            next_step="pick another recipe with --recipe ID", ref="E513", exit_code=EXIT_USAGE)
     commands = [str(c) for c in _as_list(rec.get("commands")) if isinstance(c, str)]
     raw_index = rec.get("index")
-    pip_block = rec.get("pip") if isinstance(rec.get("pip"), dict) else {}
+    pip_block: Dict[str, Any] = rec["pip"] if isinstance(rec.get("pip"), dict) else {}
     url = rec.get("index_url") or pip_block.get("index_url")
     index: Optional[str] = None
     if isinstance(raw_index, dict):  # {"id": "pytorch", "suffix": "cpu", "url": ...}
@@ -234,7 +239,7 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
                         f"pass --index-url URL{env_hint}, --find-links DIR, or --use-pip-config")
     label = _label_of(index, str(url) if url else None) if (index or url) else None
     framework = rec.get("framework")
-    verify = rec.get("verify") if isinstance(rec.get("verify"), dict) else {}
+    verify: Dict[str, Any] = rec["verify"] if isinstance(rec.get("verify"), dict) else {}
     imports = [str(i) for i in _as_list(rec.get("imports"))]
     if not imports and isinstance(framework, str) and framework.lower() in FRAMEWORK_IMPORTS:
         imports = [FRAMEWORK_IMPORTS[framework.lower()]]
@@ -244,7 +249,8 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
             shims.append(str(st["shim"]))
         elif isinstance(st, dict) and st.get("command"):
             env_extra_cmds.append(str(st["command"]))
-    env = {str(k): str(v) for k, v in (rec.get("env") or {}).items()} if isinstance(rec.get("env"), dict) else {}
+    raw_env: Dict[str, Any] = rec["env"] if isinstance(rec.get("env"), dict) else {}
+    env = {str(k): str(v) for k, v in raw_env.items()}
     files = []
     for f in _as_list(rec.get("config_files")) + _as_list(rec.get("files")):
         if isinstance(f, dict) and f.get("path"):

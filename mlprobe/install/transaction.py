@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Type
+from typing import Any, Dict, Iterable, List, Literal, Optional, Set, Tuple, Type
 
 from packaging.utils import canonicalize_name
 
@@ -295,7 +295,7 @@ class Transaction:
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> bool:
+                 tb: Optional[TracebackType]) -> "Literal[False]":
         if exc_type is None:
             if not self.committed:
                 self.commit()

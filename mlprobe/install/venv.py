@@ -70,7 +70,8 @@ class Interpreter:
 def inspect_interpreter(python: str, timeout: float = 30.0) -> Interpreter:
     try:
         cp = run_quiet([python, "-I", "-c", _INSPECT], timeout=timeout, env=python_quiet_env())
-        doc = json.loads(cp.stdout.strip().splitlines()[-1]) if cp.returncode == 0 and cp.stdout.strip() else None
+        text = cp.stdout.strip()
+        doc = json.loads(text.splitlines()[-1]) if cp.returncode == 0 and text else None
     except (OSError, ValueError, IndexError) as exc:
         doc, cp_err = None, str(exc)
     else:

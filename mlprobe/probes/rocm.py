@@ -715,6 +715,9 @@ def probe(host: Host) -> Contribution:
         return out
     if info is not None:
         out.warnings.extend(f"rocminfo: {e}" for e in info.errors)
+        if any("/dev/kfd" in e and "ermission" in e for e in info.errors):
+            out.warnings.append("ROCm cannot open /dev/kfd as this user: add the user to the `render` and `video` "
+                                "groups (sudo usermod -a -G render,video $LOGNAME), then log in again")
 
     in_effect = any(g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target for g in gpus)
     for g in gpus:

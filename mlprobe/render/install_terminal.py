@@ -82,12 +82,12 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
             for col in ("distribution", "version", "size", "from"):
                 t.add_column(col, justify="right" if col == "size" else "left")
             for d in sorted(res.dists, key=lambda d: (not d.requested, d.name.lower())):
-                t.add_row(d.name + (" *" if d.requested else ""), d.version, human_bytes(d.size) if d.size else "?",
-                          _origin(d.url))
+                t.add_row(d.name + (" *" if d.requested else ""), d.version,
+                          human_bytes(d.size) if d.size else "?", _origin(d.url))
             con.print(t)
             unknown = f" (+{res.unknown_sizes} of unknown size)" if res.unknown_sizes else ""
-            con.print(f"  {len(res.dists)} distribution(s), {human_bytes(res.total_size)} to download{unknown}; "
-                      f"* = asked for; resolved in {res.seconds:.1f} s")
+            con.print(f"  {len(res.dists)} distribution(s), {human_bytes(res.total_size)} of wheels"
+                      f"{unknown}; * = asked for; resolved in {res.seconds:.1f} s")
             if not res.dists:
                 con.print("  nothing to install: everything is already there")
     for n in plan.notes:

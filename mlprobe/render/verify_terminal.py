@@ -98,11 +98,16 @@ def rows(doc: Dict[str, Any]) -> List[List[str]]:
                                    + ("" if lr.get("passed") else " FAIL"))
         ips = sp.get("images_per_s") if not sp.get("error") else None
         ratio = r.get("speedup_vs_framework_cpu")
+        best = r.get("speedup_vs_best_cpu")
+        vs = fmt_ratio(ratio) if ratio and r.get("kind") != "cpu" else ""
+        if r.get("kind") == "cpu" and best and abs(best - 1.0) > 0.05:
+            vs = f"{fmt_ratio(best)} best CPU"
+        device = str(r.get("device")) + (f" ({r['name']})" if r.get("name") and r.get("name") != r.get("device") else "")
         out.append([
             f"{r.get('framework')} {r.get('framework_version') or ''}".strip(),
-            str(r.get("device")), str(r.get("name") or ""), str(r.get("verdict")), corr, learn,
+            device, str(r.get("verdict")), corr, learn,
             fmt_ips(ips) if ips else "", f"{60000.0 / ips:.0f}" if ips else "",
-            fmt_ratio(ratio) if ratio and r.get("kind") != "cpu" else "", _memory(r.get("proof")),
+            vs, _memory(r.get("proof")),
         ])
     return out
 
@@ -117,11 +122,11 @@ def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
     py = doc.get("python") or {}
     con.print(f"[bold]mlprobe verify[/bold] in {py.get('executable')} (Python {py.get('version')})")
     t = Table(title_justify="left", show_lines=False)
-    for col in ("framework", "device", "name", "verdict", "correct", "learns", "images/s", "s/epoch",
-                "vs CPU", "memory"):
-        t.add_column(col, justify="right" if col in ("images/s", "s/epoch", "vs CPU", "memory") else "left")
+    for col in ("framework", "device", "verdict", "correct", "learns", "images/s", "s/epoch", "vs CPU", "memory"):
+        t.add_column(col, justify="right" if col in ("images/s", "s/epoch", "vs CPU", "memory") else "left",
+                     no_wrap=col in ("verdict", "images/s", "s/epoch", "vs CPU", "correct"))
     for row in rows(doc):
-        row[3] = f"[{COLOURS.get(row[3], '')}]{row[3]}[/]" if COLOURS.get(row[3]) else row[3]
+        row[2] = f"[{COLOURS.get(row[2], '')}]{row[2]}[/]" if COLOURS.get(row[2]) else row[2]
         t.add_row(*row)
     if doc.get("results"):
         con.print(t)

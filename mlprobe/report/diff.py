@@ -9,13 +9,25 @@ import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .markdown import plan_picks
 
-GPU_FIELDS = ("name", "driver_version", "compute_capability", "gfx_target", "runtime_gfx_target",
-              "architecture", "memory_bytes", "integrated", "apis", "mig_mode", "mig_devices",
-              "metal_support", "driver_version_raw")
+GPU_FIELDS = (
+    "name",
+    "driver_version",
+    "compute_capability",
+    "gfx_target",
+    "runtime_gfx_target",
+    "architecture",
+    "memory_bytes",
+    "integrated",
+    "apis",
+    "mig_mode",
+    "mig_devices",
+    "metal_support",
+    "driver_version_raw",
+)
 OS_FIELDS = ("system", "distro", "release", "wsl", "glibc", "macos_version", "windows_build")
 CPU_FIELDS = ("vendor", "model", "arch", "cores", "threads", "x86_64_level")
 PYTHON_FIELDS = ("version", "implementation", "in_venv", "externally_managed")
@@ -92,8 +104,9 @@ def _show(v: Any) -> Any:
     return v
 
 
-def _fields(section: str, a: Dict[str, Any], b: Dict[str, Any], fields: Tuple[str, ...],
-            prefix: str = "") -> List[Difference]:
+def _fields(
+    section: str, a: Dict[str, Any], b: Dict[str, Any], fields: Tuple[str, ...], prefix: str = ""
+) -> List[Difference]:
     out = []
     for f in fields:
         va, vb = a.get(f), b.get(f)
@@ -122,7 +135,7 @@ def _flat(obj: Any, prefix: str = "", depth: int = 0) -> Dict[str, Any]:
 
 def _pair_gpus(a: List[Dict[str, Any]], b: List[Dict[str, Any]]) -> List[Tuple[Optional[int], Optional[int]]]:
     pairs: List[Tuple[Optional[int], Optional[int]]] = []
-    used: set = set()
+    used: Set[int] = set()
 
     def key(g: Dict[str, Any]) -> Tuple[str, str]:
         return (str(g.get("vendor")), str(g.get("name")).lower())
@@ -130,7 +143,9 @@ def _pair_gpus(a: List[Dict[str, Any]], b: List[Dict[str, Any]]) -> List[Tuple[O
     for i, ga in enumerate(a):  # same vendor and name first, then same vendor, in order
         j = next((j for j, gb in enumerate(b) if j not in used and key(gb) == key(ga)), None)
         if j is None:
-            j = next((j for j, gb in enumerate(b) if j not in used and gb.get("vendor") == ga.get("vendor")), None)
+            j = next(
+                (j for j, gb in enumerate(b) if j not in used and gb.get("vendor") == ga.get("vendor")), None
+            )
         if j is not None:
             used.add(j)
         pairs.append((i, j))
@@ -172,9 +187,13 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
             label = f"gpu {i}" if i == j else f"gpu {i}/{j}"
             out += _fields("gpus", ga[i], gb[j], GPU_FIELDS, prefix=f"{label} ")
         elif i is not None:
-            out.append(Difference("gpus", f"gpu {i} only in A", ga[i].get("name") or ga[i].get("vendor"), None))
+            out.append(
+                Difference("gpus", f"gpu {i} only in A", ga[i].get("name") or ga[i].get("vendor"), None)
+            )
         elif j is not None:
-            out.append(Difference("gpus", f"gpu {j} only in B", None, gb[j].get("name") or gb[j].get("vendor")))
+            out.append(
+                Difference("gpus", f"gpu {j} only in B", None, gb[j].get("name") or gb[j].get("vendor"))
+            )
     ra, rb = _d(sa.get("runtimes")), _d(sb.get("runtimes"))
     for key in sorted(set(ra) | set(rb)):
         xa, xb = _flat(ra.get(key), key), _flat(rb.get(key), key)
@@ -220,27 +239,34 @@ def diff_document(a: Side, b: Side, diffs: List[Difference]) -> Dict[str, Any]:
 def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
     """A plain-text table (no colour codes), readable in a terminal and in a ticket."""
     if not diffs:
-        return f"A = {a.label}\nB = {b.label}\nno differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n"
+        return (f"A = {a.label}\nB = {b.label}\n"
+                "no differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n")
+
     def cell(item: str, v: Any) -> str:
         if v is None:
             return "—"
         if item.endswith("memory_bytes") and isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return f"{v / 1024 ** 3:.1f} GiB"
+            return f"{v / 1024**3:.1f} GiB"
         return str(v)
 
-    rows = [("section", "what", "A", "B")] + [(d.section, d.item, cell(d.item, d.a), cell(d.item, d.b))
-                                               for d in diffs]
+    rows = [("section", "what", "A", "B")] + [
+        (d.section, d.item, cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
+    ]
     width = [min(max(len(r[i]) for r in rows), 48 if i >= 2 else 32) for i in range(4)]
     lines = [f"A = {a.label}", f"B = {b.label}", ""]
     for k, r in enumerate(rows):
         cells = [textwrap.wrap(c, width[i], break_on_hyphens=False) or [""] for i, c in enumerate(r)]
         for n in range(max(len(c) for c in cells)):
-            lines.append("  ".join((c[n] if n < len(c) else "").ljust(width[i])
-                                   for i, c in enumerate(cells)).rstrip())
+            lines.append(
+                "  ".join((c[n] if n < len(c) else "").ljust(width[i]) for i, c in enumerate(cells)).rstrip()
+            )
         if k == 0:
             lines.append("  ".join("-" * w for w in width))
     if a.plan is None or b.plan is None:
         lines.append("")
-        lines.append("(plan top picks not compared: no plan for " +
-                     " and ".join(s.label for s in (a, b) if s.plan is None) + ")")
+        lines.append(
+            "(plan top picks not compared: no plan for "
+            + " and ".join(s.label for s in (a, b) if s.plan is None)
+            + ")"
+        )
     return "\n".join(lines) + "\n"

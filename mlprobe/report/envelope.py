@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
+import importlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,7 +72,7 @@ def collect_bundle(host: Host) -> Dict[str, bytes]:
 def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
     """`mlprobe.plan.make_plan(report, framework="any")`, or a note saying why there is none."""
     try:
-        from .. import plan as plan_mod  # type: ignore[attr-defined]
+        plan_mod = importlib.import_module("mlprobe.plan")
     except ImportError:
         return {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
     make_plan = getattr(plan_mod, "make_plan", None)
@@ -87,11 +88,13 @@ def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
 
 def verify_section(host: Host) -> Dict[str, Any]:
     if host.kind == "replay":
-        return {"available": False,
-                "note": "verify runs on this machine, so it is skipped for a replayed bundle"}
+        return {
+            "available": False,
+            "note": "verify runs on this machine, so it is skipped for a replayed bundle",
+        }
     try:
-        from ..verify.runner import run_verify
-    except ImportError:
+        run_verify = importlib.import_module("mlprobe.verify.runner").run_verify
+    except (ImportError, AttributeError):
         return {"available": False, "note": "no verify: this mlprobe has no verifier (mlprobe.verify)"}
     try:
         out = plain(run_verify())

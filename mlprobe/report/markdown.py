@@ -21,20 +21,42 @@ def comment_size(text: str) -> int:
 
 # -- summary ---------------------------------------------------------------------------------------
 
+
 def _html_safe(text: str) -> str:
     """Placeholders like <user-1> must show, not vanish as unknown HTML tags."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+MAX_CELL = 300  # characters of one summary cell
+MAX_ROWS = {"GPU": 16, "Warning": 8, "Verify": 16, "Installed": 8, "USB accelerator": 8}
+
+
 def _cell(value: Any) -> str:
-    s = _html_safe(" ".join(str(value).split()))
-    return s.replace("|", "\\|") or "—"
+    s = " ".join(str(value).split())
+    if len(s) > MAX_CELL:
+        s = s[: MAX_CELL - 1] + "…"
+    return _html_safe(s).replace("|", "\\|") or "—"
+
+
+def _capped(rows: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    """At most MAX_ROWS rows of each kind; the rest is in the JSON details."""
+    seen: Dict[str, int] = {}
+    out: List[Tuple[str, str]] = []
+    for key, value in rows:
+        kind = "GPU" if key.startswith("GPU") else key
+        seen[kind] = seen.get(kind, 0) + 1
+        limit = MAX_ROWS.get(kind)
+        if limit is None or seen[kind] <= limit:
+            out.append((key, value))
+        elif seen[kind] == limit + 1:
+            out.append((kind, "… more in the JSON report"))
+    return out
 
 
 def _gib(n: Any) -> Optional[str]:
     if not isinstance(n, (int, float)) or n <= 0:
         return None
-    return f"{n / 1024 ** 3:.1f} GiB" if n >= 1024 ** 3 else f"{n / 1024 ** 2:.0f} MiB"
+    return f"{n / 1024**3:.1f} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
 
 
 def os_line(scan: Dict[str, Any]) -> str:
@@ -63,8 +85,22 @@ def cpu_line(scan: Dict[str, Any]) -> str:
     if c.get("x86_64_level"):
         bits.append(f"**x86-64-v{c['x86_64_level']}**")
     flags = set(c.get("flags") or [])
-    shown = [f for f in ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "neon", "asimd",
-                         "sve") if f in flags]
+    shown = [
+        f
+        for f in (
+            "avx",
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512_bf16",
+            "avx512_fp16",
+            "amx_tile",
+            "neon",
+            "asimd",
+            "sve",
+        )
+        if f in flags
+    ]
     if c.get("arch") == "x86_64" and flags and "avx" not in flags:
         shown.insert(0, "**no AVX**")
     line = f"{head}" + (f" ({', '.join(str(b) for b in bits)})" if bits else "")
@@ -196,8 +232,10 @@ def installed_lines(plan: Any) -> List[str]:
     out = []
     for f in plan.get("installed") or []:
         if isinstance(f, dict) and f.get("package"):
-            out.append(f"{f['package']} {f.get('version') or ''}: **{f.get('status') or '?'}**"
-                       + (f" — {f['message']}" if f.get("message") else ""))
+            out.append(
+                f"{f['package']} {f.get('version') or ''}: **{f.get('status') or '?'}**"
+                + (f" — {f['message']}" if f.get("message") else "")
+            )
     return out
 
 
@@ -227,7 +265,9 @@ def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
         rows.append((f"GPU {i}" if len(gpus) > 1 else "GPU", gpu_line(g)))
     for u in scan.get("usb_accelerators") or []:
         if isinstance(u, dict):
-            rows.append(("USB accelerator", f"{u.get('name') or ''} [{u.get('vendor_id')}:{u.get('product_id')}]"))
+            rows.append(
+                ("USB accelerator", f"{u.get('name') or ''} [{u.get('vendor_id')}:{u.get('product_id')}]")
+            )
     for label, value in (("Runtimes", runtimes_line(scan)), ("Frameworks", frameworks_line(scan))):
         if value:
             rows.append((label, value))
@@ -243,14 +283,16 @@ def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
             rows.append(("Verify", line))
     for w in scan.get("warnings") or []:
         rows.append(("Warning", str(w)))
-    return rows
+    return _capped(rows)
 
 
 def _redaction_line(doc: Dict[str, Any]) -> str:
     red = doc.get("redactions") or {}
     if not red.get("enabled"):
-        return ("> [!WARNING]\n> **This report is NOT redacted** (`--no-redact`): it may hold host and user "
-                "names, home paths, IP/MAC addresses, GPU UUIDs, serial numbers and secrets.")
+        return (
+            "> [!WARNING]\n> **This report is NOT redacted** (`--no-redact`): it may hold host and user "
+            "names, home paths, IP/MAC addresses, GPU UUIDs, serial numbers and secrets."
+        )
     kinds = red.get("kinds") or {}
     if not kinds:
         return "Redacted: nothing identifying was found."
@@ -259,6 +301,7 @@ def _redaction_line(doc: Dict[str, Any]) -> str:
 
 
 # -- details ---------------------------------------------------------------------------------------
+
 
 def fence(text: str, lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -330,8 +373,11 @@ class _Layout:
         ]
         lines += [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in summary_rows(d)]
         shown = {str((d.get(k) or {}).get("note")) for k in ("plan", "verify") if isinstance(d.get(k), dict)}
-        notes = [n for n in d.get("notes") or [] if isinstance(n, str) and n not in shown
-                 and not n.startswith("replay this machine")]
+        notes = [
+            n
+            for n in d.get("notes") or []
+            if isinstance(n, str) and n not in shown and not n.startswith("replay this machine")
+        ]
         if notes:
             lines += [""] + [f"- {_html_safe(n)}" for n in notes]
         return "\n".join(lines)
@@ -342,8 +388,11 @@ class _Layout:
             if key not in self.doc or key in drop:
                 continue
             data = self.doc[key]
-            text = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if compact else \
-                json.dumps(data, indent=2, ensure_ascii=False)
+            text = (
+                json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                if compact
+                else json.dumps(data, indent=2, ensure_ascii=False)
+            )
             out.append(details(title, fence(text, "json")))
         return out
 
@@ -382,9 +431,12 @@ def _assemble(head: str, trim_note: Optional[str], sections: Sequence[str]) -> s
 def _trim_note(trims: Sequence[str]) -> Optional[str]:
     if not trims:
         return None
-    return ("> [!NOTE]\n> Trimmed to stay under GitHub's 65,536-character comment limit: "
-            + "; ".join(trims) + ". The JSON report (`mlprobe report --include-raw -o report.json`) "
-            "holds everything; attach it to the issue.")
+    return (
+        "> [!NOTE]\n> Trimmed to stay under GitHub's 65,536-character comment limit: "
+        + "; ".join(trims)
+        + ". The JSON report (`mlprobe report --include-raw -o report.json`) "
+        "holds everything; attach it to the issue."
+    )
 
 
 def render_markdown(doc: Dict[str, Any], limit: int = GITHUB_COMMENT_LIMIT) -> str:
@@ -393,8 +445,12 @@ def render_markdown(doc: Dict[str, Any], limit: int = GITHUB_COMMENT_LIMIT) -> s
     head = lay.head()
     files = _raw_files(doc)
     # Escalating ways to fit: (compact JSON?, JSON sections to drop).
-    plans: List[Tuple[bool, Tuple[str, ...]]] = [(False, ()), (True, ()), (True, ("plan", "verify")),
-                                                 (True, ("plan", "verify", "scan"))]
+    plans: List[Tuple[bool, Tuple[str, ...]]] = [
+        (False, ()),
+        (True, ()),
+        (True, ("plan", "verify")),
+        (True, ("plan", "verify", "scan")),
+    ]
     text = ""
     for compact, drop in plans:
         json_parts = lay.json_sections(compact, drop)

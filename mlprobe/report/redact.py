@@ -25,6 +25,9 @@ import re
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
+from ..host import ENV_VARS as _SETTINGS
+from ..host import OVERRIDE_PREFIX as _OVERRIDE
+
 # kind -> what it stands for (listed in the report's `redactions`).
 KINDS: Dict[str, str] = {
     "secret": "environment or configuration values that look like tokens, keys or passwords",
@@ -43,34 +46,108 @@ KINDS: Dict[str, str] = {
 
 # Values that carry no information and are never replaced.
 NULL_VALUES = {
-    "", "n/a", "na", "none", "null", "0", "0x0", "00000000", "unknown", "not specified",
-    "not available", "not supported", "default string", "to be filled by o.e.m.",
-    "system serial number", "[n/a]", "redacted", "xx", "-", "not applicable", "(none)",
-    "gpu-xx", "cpu-xx", "0000000000000000",
+    "",
+    "n/a",
+    "na",
+    "none",
+    "null",
+    "0",
+    "0x0",
+    "00000000",
+    "unknown",
+    "not specified",
+    "not available",
+    "not supported",
+    "default string",
+    "to be filled by o.e.m.",
+    "system serial number",
+    "[n/a]",
+    "redacted",
+    "xx",
+    "-",
+    "not applicable",
+    "(none)",
+    "gpu-xx",
+    "cpu-xx",
+    "0000000000000000",
 }
 # Names that are replaced only where their context says they are a name, never as a bare word
 # (as a bare word they are too often something else).
 GENERIC_NAMES = {
-    "localhost", "localhost.localdomain", "user", "users", "admin", "administrator", "root",
-    "ubuntu", "debian", "fedora", "pi", "raspberrypi", "nvidia", "jetson", "test", "guest",
-    "default", "host", "home", "me", "you", "name", "username", "hostname",
+    "localhost",
+    "localhost.localdomain",
+    "user",
+    "users",
+    "admin",
+    "administrator",
+    "root",
+    "ubuntu",
+    "debian",
+    "fedora",
+    "pi",
+    "raspberrypi",
+    "nvidia",
+    "jetson",
+    "test",
+    "guest",
+    "default",
+    "host",
+    "home",
+    "me",
+    "you",
+    "name",
+    "username",
+    "hostname",
 }
 # Folder names under /home, /Users, C:\Users that are not a person.
-NOT_USERS = {"shared", "public", "default", "default user", "all users", "defaultapppool",
-             "desktop.ini", "$user", "%username%", "<user>", "...", "*", "~"}
+NOT_USERS = {
+    "shared",
+    "public",
+    "default",
+    "default user",
+    "all users",
+    "defaultapppool",
+    "desktop.ini",
+    "$user",
+    "%username%",
+    "<user>",
+    "...",
+    "*",
+    "~",
+}
 
-_SECRET_WORDS = {"token", "secret", "password", "passwd", "passphrase", "apikey", "credential",
-                 "credentials", "auth", "pat", "privatekey", "accesskey"}
-_HOST_KEYS = {"hostname", "host_name", "nodename", "node_name", "computername", "computer_name",
-              "machinename", "machine_name", "systemname", "system_name", "servername",
-              "pscomputername", "csname"}
+_SECRET_WORDS = {
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "credential",
+    "credentials",
+    "auth",
+    "pat",
+    "privatekey",
+    "accesskey",
+}
+_HOST_KEYS = {
+    "hostname",
+    "host_name",
+    "nodename",
+    "node_name",
+    "computername",
+    "computer_name",
+    "machinename",
+    "machine_name",
+    "systemname",
+    "system_name",
+    "servername",
+    "pscomputername",
+    "csname",
+}
 _USER_KEYS = {"username", "user_name", "user", "logname", "login", "owner"}
 
 # host.json env entries that are settings (read by probes and rules), never secrets.
-try:
-    from ..host import ENV_VARS as _SETTINGS, OVERRIDE_PREFIX as _OVERRIDE
-except Exception:  # pragma: no cover - host.py always exists in the package
-    _SETTINGS, _OVERRIDE = (), "MLPROBE_OVERRIDE_"
 
 _ANSI = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 _VENV = r"(?:\([^)\n]{1,60}\)[ \t]*)?"
@@ -79,7 +156,10 @@ _H = r"[A-Za-z0-9][\w.-]{0,62}"
 
 _PROMPTS = [
     # user@host:~/dir$   (base) user@host:/x#
-    re.compile(rf"(?m)^[ \t]*{_ANSI}{_VENV}{_ANSI}(?P<user>{_U})@(?P<host>{_H}){_ANSI}:{_ANSI}[^\s$#]*{_ANSI}[ \t]?[$#]"),
+    re.compile(
+        rf"(?m)^[ \t]*{_ANSI}{_VENV}{_ANSI}(?P<user>{_U})@(?P<host>{_H}){_ANSI}:"
+        rf"{_ANSI}[^\s$#]*{_ANSI}[ \t]?[$#]"
+    ),
     # [user@host dir]$
     re.compile(rf"(?m)^[ \t]*{_ANSI}{_VENV}\[(?P<user>{_U})@(?P<host>{_H})[ \t][^\]\n]*\][ \t]?[$#]"),
     # user@host dir %   (zsh on macOS)
@@ -87,27 +167,55 @@ _PROMPTS = [
 ]
 # (user@host) as kernels and NVIDIA modules record their builder.
 _BUILDER = re.compile(rf"\((?P<user>{_U})@(?P<host>{_H})\)")
-_UNAME = re.compile(r"(?m)^[ \t]*(?:Linux|Darwin|FreeBSD|OpenBSD|NetBSD|SunOS|(?:MINGW|MSYS|CYGWIN)[\w.-]*)"
-                    r"[ \t]+(?!version\b)(?!\d+\.\d)(?P<host>[^\s]+)[ \t]+\d")
-_HOST_KV = re.compile(r"(?im)^[ \t]*(?:kern\.hostname|host[ _-]?name|machine[ _-]?name|computer[ _-]?name|"
-                      r"node[ _-]?name|system[ _-]?name|cs[ _-]?name|pscomputername|server[ _-]?name)"
-                      r"[ \t]*[:=][ \t]*\"?(?P<host>[^\"\r\n]*?)\"?[ \t\r]*$")
-_USER_KV = re.compile(r"(?im)^[ \t]*(?:user[ _-]?name|user|logname|login)[ \t]*[:=][ \t]*\"?"
-                      r"(?P<user>[^\"\r\n]*?)\"?[ \t\r]*$")
+_UNAME = re.compile(
+    r"(?m)^[ \t]*(?:Linux|Darwin|FreeBSD|OpenBSD|NetBSD|SunOS|(?:MINGW|MSYS|CYGWIN)[\w.-]*)"
+    r"[ \t]+(?!version\b)(?!\d+\.\d)(?P<host>[^\s]+)[ \t]+\d"
+)
+_HOST_KV = re.compile(
+    r"(?im)^[ \t]*(?:kern\.hostname|host[ _-]?name|machine[ _-]?name|computer[ _-]?name|"
+    r"node[ _-]?name|system[ _-]?name|cs[ _-]?name|pscomputername|server[ _-]?name)"
+    r"[ \t]*[:=][ \t]*\"?(?P<host>[^\"\r\n]*?)\"?[ \t\r]*$"
+)
+_USER_KV = re.compile(
+    r"(?im)^[ \t]*(?:user[ _-]?name|user|logname|login)[ \t]*[:=][ \t]*\"?"
+    r"(?P<user>[^\"\r\n]*?)\"?[ \t\r]*$"
+)
 _POSIX_HOME = re.compile(
-    r"(?:/private)?(?:/home|/Users|/var/home|/export/home|/usr/home|/mnt/[a-zA-Z]/Users|/[a-zA-Z]/Users|"
-    r"/run/media)/(?:(?P<user1>[^/\s\"'\\:;,()<>\[\]|*?=][^/\n\"'\\:;,()<>\[\]|*?=]{0,38}?[^/\s\"'\\:;,()<>\[\]|*?=])(?=/|\"|'|\Z)|(?P<user2>[^/\s\"'\\:;,()<>\[\]|*?=]+))")
+    r"/(?:private/)?(?:home|Users|var/home|export/home|usr/home|mnt/[a-zA-Z]/Users|[a-zA-Z]/Users|"
+    r"run/media)/(?:(?P<user1>[^/\s\"'\\:;,()<>\[\]|*?=][^/\n\"'\\:;,()<>\[\]|*?=]{0,38}?[^/\s\"'\\:;,()<>\[\]|*?=])(?=/|\"|'|\Z)|(?P<user2>[^/\s\"'\\:;,()<>\[\]|*?=]+))"
+)
 _WIN_HOME = re.compile(
-    r"(?i)(?:\b[A-Z]:)?\\{1,2}(?:Users|Documents and Settings|home)\\{1,2}"
-    r"(?:(?P<user1>[^\\/\s\"'<>|:*?][^\\/\n\"'<>|:*?]{0,38}?[^\\/\s\"'<>|:*?])(?=\\|\"|'|\Z)|(?P<user2>[^\\/\s\"'<>|:*?,;()\[\]]+))")
-_MAC_TMP = re.compile(r"(?:/private)?/var/folders/(?P<v>[\w+-]{1,4}/[\w+-]{6,})")
+    r"(?i)\\{1,2}(?:Users|Documents and Settings|home)\\{1,2}"
+    r"(?:(?P<user1>[^\\/\s\"'<>|:*?][^\\/\n\"'<>|:*?]{0,38}?[^\\/\s\"'<>|:*?])(?=\\|\"|'|\Z)|(?P<user2>[^\\/\s\"'<>|:*?,;()\[\]]+))"
+)
+_MAC_TMP = re.compile(r"/(?:private/)?var/folders/(?P<v>[\w+-]{1,4}/[\w+-]{6,})")
 
-_SECRET_ASSIGN = re.compile(r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_]*)[ \t]*[=:][ \t]*(?P<q>[\"']?)"
-                            r"(?P<v>[^\s\"',;]+)")
+_SECRET_ASSIGN = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_]*)[ \t]*[=:][ \t]*(?P<q>[\"']?)"
+    r"(?P<v>[^\s\"',;]+)"
+)
 _TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|"
     r"sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|"
-    r"glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})")
+    r"glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
+)
+# Cheap substring tests before the costly assignment regex (names are upper case there).
+_SECRET_HINTS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CREDENTIAL", "PAT")
+_TOKEN_PREFIXES = (
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "sk-",
+    "xox",
+    "AKIA",
+    "AIza",
+    "glpat-",
+    "eyJ",
+)
 _URL_CRED = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s:@]+:[^/\s@]+)@")
 
 _HEX_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
@@ -123,12 +231,16 @@ _VERSION_BEFORE = re.compile(r"(?i)(?:version|ver\.?|v)[ \t]*[:=]?[ \t]*$")
 
 # "Serial Number : X", "Board ID : 0x2d00", "GPU PDI : 0x...", "Unique ID: 0x...", ...
 _ID_KV = re.compile(
-    r"(?im)(?<![\w.])(?P<key>(?:[A-Za-z]+[ \t])?(?:serial(?:[ \t_]*(?:number|no\.?|#))?|serialnumber|"
+    r"(?im)(?<![\w.])(?P<key>(?:serial(?:[ \t_]*(?:number|no\.?|#))?|serialnumber|"
     r"board[ \t_]*id|gpu[ \t_]*pdi|unique[ \t_]*id|host[ \t_]*id|fabric[ \t_]*guid|hardware[ \t_]*uuid|"
     r"provisioning[ \t_]*udid|platform[ \t_]*uuid|machine[ \t_]*id|kern\.uuid|kern\.bootsessionuuid))"
-    r"(?:[ \t]*\([^)\n]*\))?[ \t]*[:=][ \t]*(?P<v>[^\r\n]*?)[ \t\r]*$")
-_XML_ID = re.compile(r"<(?P<tag>[\w]*serial[\w]*|board_id|host_id|gpu_fabric_guid|gpu_pdi|pdi)>"
-                     r"(?P<v>[^<]*)</(?P=tag)>")
+    r"(?:[ \t]*\([^)\n]*\))?[ \t]*[:=][ \t]*(?P<v>[^\r\n]*?)[ \t\r]*$"
+)
+_ID_HINTS = ("serial", "board", "pdi", "unique", "host", "fabric", "uuid", "udid", "guid", "machine")
+_XML_ID = re.compile(
+    r"<(?P<tag>[\w]*serial[\w]*|board_id|host_id|gpu_fabric_guid|gpu_pdi|pdi)>"
+    r"(?P<v>[^<]*)</(?P=tag)>"
+)
 _KFD_UNIQUE = re.compile(r"(?m)^[ \t]*unique_id[ \t]+(?P<v>\d+)[ \t\r]*$")
 _LSPCI_DSN = re.compile(r"Device Serial Number[ \t]+(?P<v>[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){7})")
 _LSUSB_SERIAL = re.compile(r"(?m)^[ \t]*iSerial[ \t]+\d+[ \t]+(?P<v>\S[^\r\n]*?)[ \t\r]*$")
@@ -179,6 +291,30 @@ def _null(value: str) -> bool:
     return core == "" or set(core) <= {"0"} or bool(re.fullmatch(r"0{10,}[0-9a-f]{1,6}", core))
 
 
+_CSV_HINTS = (
+    "serial",
+    "uuid",
+    "guid",
+    "udid",
+    "unique",
+    "board",
+    "pdi",
+    "host",
+    "user",
+    "login",
+    "owner",
+    "node",
+    "computer",
+    "machine",
+    "system",
+    "server",
+    "token",
+    "secret",
+    "pass",
+    "key",
+    "auth",
+    "credential",
+)
 _CSV_FIELD = re.compile(r"[A-Za-z_][\w.]*(?: \[[^\]]*\])?")
 
 
@@ -187,6 +323,9 @@ def _csv_cells(text: str) -> Iterator[Tuple[int, int, str, str]]:
     names say they hold an identity (serial, uuid, hostname, ...): (start, end, hint, value)."""
     hints: Optional[List[Optional[str]]] = None
     pos = 0
+    low = text.lower()
+    if "," not in text or not any(k in low for k in _CSV_HINTS):
+        return
     for line in text.splitlines(keepends=True):
         start, body = pos, line.rstrip("\r\n")
         pos += len(line)
@@ -418,11 +557,13 @@ class Redactor:
 
     def summary(self) -> Dict[str, Any]:
         if not self.enabled:
-            return {"enabled": False,
-                    "note": "NOT REDACTED (--no-redact): this report may hold host and user names, "
-                            "paths, addresses, serial numbers and secrets; do not post it publicly"}
+            return {
+                "enabled": False,
+                "note": "NOT REDACTED (--no-redact): this report may hold host and user names, "
+                "paths, addresses, serial numbers and secrets; do not post it publicly",
+            }
         per_kind: Dict[str, Dict[str, int]] = {}
-        for (kind, _key) in self._map:
+        for kind, _key in self._map:
             per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["values"] += 1
         for kind, n in self._occurrences.items():
             per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["occurrences"] = n
@@ -432,7 +573,7 @@ class Redactor:
             "kinds": ordered,
             "total": sum(v["occurrences"] for v in ordered.values()),
             "note": "the same value has the same placeholder throughout this report; "
-                    "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()),
+            "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()),
         }
 
     # -- protection --------------------------------------------------------------------------
@@ -483,8 +624,13 @@ class Redactor:
             if hint == "user" and stripped.lower() not in NOT_USERS and not re.fullmatch(r"\d+", stripped):
                 self.add_user(stripped)
                 return self.placeholder("user", stripped.lower())
-        if (parent == "env" and key and key not in _SETTINGS and not key.startswith(_OVERRIDE)
-                and looks_secret(value)):
+        if (
+            parent == "env"
+            and key
+            and key not in _SETTINGS
+            and not key.startswith(_OVERRIDE)
+            and looks_secret(value)
+        ):
             return self.placeholder("secret", stripped)
         return self._apply(value, self._spans(value), xml=False)
 
@@ -500,8 +646,11 @@ class Redactor:
                 if value is None:  # not a valid JSON string: redact its raw text
                     lit = self._apply(lit, self._spans(lit), xml=False)
                 else:
-                    new = (self._redact_value(value, key, parent) if kind == "str"
-                           else self._apply(value, self._spans(value), xml=False))
+                    new = (
+                        self._redact_value(value, key, parent)
+                        if kind == "str"
+                        else self._apply(value, self._spans(value), xml=False)
+                    )
                     lit = lit if new == value else json.dumps(new, ensure_ascii=False)
             elif kind == "num" and _key_hint(key) in ("serial", "uuid", "machine-id") and not _null(lit):
                 k, v = _classify_id(_key_hint(key) or "serial", lit)
@@ -544,19 +693,35 @@ class Redactor:
         return accepted
 
     def _rules(self) -> List[Callable[[str], Iterator[Span]]]:
-        return [self._r_secrets, self._r_names_in_context, self._r_ids_in_context, self._r_known_ids, self._r_gpu_uuid,
-                self._r_uuid, self._r_product_id, self._r_mac, self._r_ipv6, self._r_ipv4, self._r_hex32,
-                self._r_homes, self._r_user_paths, self._r_global_names]
+        return [
+            self._r_secrets,
+            self._r_names_in_context,
+            self._r_ids_in_context,
+            self._r_known_ids,
+            self._r_gpu_uuid,
+            self._r_uuid,
+            self._r_product_id,
+            self._r_mac,
+            self._r_ipv6,
+            self._r_ipv4,
+            self._r_hex32,
+            self._r_homes,
+            self._r_user_paths,
+            self._r_global_names,
+        ]
 
     # Each rule yields (start, end, kind, key).
     def _r_secrets(self, text: str) -> Iterator[Span]:
-        for m in _SECRET_ASSIGN.finditer(text):
+        assignments = _SECRET_ASSIGN.finditer(text) if any(w in text for w in _SECRET_HINTS) else ()
+        for m in assignments:
             if is_secret_name(m.group("name")) and not _null(m.group("v")):
                 yield m.start("v"), m.end("v"), "secret", m.group("v")
-        for m in _TOKEN_SHAPES.finditer(text):
-            yield m.start(), m.end(), "secret", m.group(0)
-        for m in _URL_CRED.finditer(text):
-            yield m.start("cred"), m.end("cred"), "secret", m.group("cred")
+        if any(p in text for p in _TOKEN_PREFIXES):
+            for m in _TOKEN_SHAPES.finditer(text):
+                yield m.start(), m.end(), "secret", m.group(0)
+        if "://" in text:
+            for m in _URL_CRED.finditer(text):
+                yield m.start("cred"), m.end("cred"), "secret", m.group("cred")
 
     def _r_names_in_context(self, text: str) -> Iterator[Span]:
         for rx in _PROMPTS + [_BUILDER]:
@@ -578,12 +743,19 @@ class Redactor:
                 yield m.start("user"), m.end("user"), "user", v.lower()
 
     def _r_ids_in_context(self, text: str) -> Iterator[Span]:
+        low = text.lower()
+        if not any(k in low for k in _ID_HINTS):
+            for m in _MAC_TMP.finditer(text):
+                yield m.start("v"), m.end("v"), "path", m.group("v")
+            return
         for m in _ID_KV.finditer(text):
             v = m.group("v")
             if _null(v) or "<" in v or "&lt;" in v:
                 continue
             key = m.group("key").lower()
-            hint = "machine-id" if re.search(r"machine|hardware|platform|provisioning|kern\.", key) else "serial"
+            hint = (
+                "machine-id" if re.search(r"machine|hardware|platform|provisioning|kern\.", key) else "serial"
+            )
             s, e = m.start("v"), m.end("v")
             if v.startswith("{") and v.endswith("}"):
                 s, e, v = s + 1, e - 1, v[1:-1]
@@ -625,6 +797,8 @@ class Redactor:
             yield m.start(), m.end(), kind, key
 
     def _r_gpu_uuid(self, text: str) -> Iterator[Span]:
+        if "GPU-" not in text and "MIG-" not in text:
+            return
         for m in _GPU_UUID.finditer(text):
             if not _null(m.group("hex")):
                 yield m.start(), m.end(), "gpu-uuid", m.group("hex").lower().replace("-", "")
@@ -672,7 +846,7 @@ class Redactor:
                 continue
             if addr.is_loopback or addr.is_unspecified or v == "255.255.255.255":
                 continue
-            if self._in_fact(v) or _VERSION_BEFORE.search(text[max(0, m.start() - 24):m.start()]):
+            if self._in_fact(v) or _VERSION_BEFORE.search(text[max(0, m.start() - 24) : m.start()]):
                 continue
             yield m.start(), m.end(), "ip", v
 
@@ -705,9 +879,13 @@ class Redactor:
 
     def _r_global_names(self, text: str) -> Iterator[Span]:
         if self._global_re is None:
-            names = [n for n in self._names
-                     if len(n) >= 2 and (n in self._authoritative or n not in GENERIC_NAMES)
-                     and not self._protected_name(n)]
+            names = [
+                n
+                for n in self._names
+                if len(n) >= 2
+                and (n in self._authoritative or n not in GENERIC_NAMES)
+                and not self._protected_name(n)
+            ]
             if not names:
                 self._global_re = re.compile(r"(?!x)x")
             else:
@@ -786,7 +964,9 @@ def _json_walk(text: str) -> Iterator[Tuple[str, int, int, Optional[str], Option
     for m in _JSON_TOKEN.finditer(text):
         tok = m.group(0)
         if tok in "{[":
-            stack.append((tok, pending if stack and stack[-1][0] == "{" else (stack[-1][1] if stack else None)))
+            stack.append(
+                (tok, pending if stack and stack[-1][0] == "{" else (stack[-1][1] if stack else None))
+            )
             expect_key = tok == "{"
             pending = None
             continue

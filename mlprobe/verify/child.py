@@ -125,16 +125,17 @@ def run_child(
     reader.start()
     deadline = t0 + timeout
     last = t0
+    allowed = stall  # a tick may announce a longer quiet spell (`next_s`): a slow device is not a hung one
     eof = False
     while not eof:
         now = time.monotonic()
-        wait = min(deadline - now, last + stall - now)
+        wait = min(deadline - now, last + allowed - now)
         if wait <= 0:
             _kill_tree(proc)
             if deadline - now <= 0:
                 res.ended, res.detail = "timeout", f"no result within {timeout:g} s"
             else:
-                res.ended, res.detail = "hang", f"no progress for {stall:g} s"
+                res.ended, res.detail = "hang", f"no progress for {allowed:g} s"
             break
         try:
             line = lines.get(timeout=wait)
@@ -151,6 +152,8 @@ def run_child(
         except ValueError:
             continue
         if isinstance(ev, dict):
+            next_s = ev.get("next_s")
+            allowed = max(stall, 3.0 * float(next_s)) if isinstance(next_s, (int, float)) else stall
             res.events.append(ev)
             if on_event is not None:
                 on_event(ev)

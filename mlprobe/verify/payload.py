@@ -270,8 +270,8 @@ def run_device(cfg, backend, dev):
         rec["stage_s"] = round(time.time() - t0, 3)
         out[stage] = rec
         emit({"event": "result", "device": did, "stage": stage, "data": rec})
-        if "error" in rec and stage == "correctness" and rec.get("fatal"):
-            break
+        if "error" in rec and stage == "correctness":
+            break  # a device that cannot run one forward/backward pass will not train either
     try:
         out["proof"] = backend.proof(dev)
     except Exception as exc:
@@ -559,11 +559,11 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
     warm = 1 if cfg["quick"] else (cfg["warmup_accel"] if accel else cfg["warmup_cpu"])
     v = step()  # first step: kernel selection, compilation, allocations
     sync(v)
+    t_first = time.perf_counter()
     emit({"event": "tick", "stage": "speed", "phase": "warm-up"})
-    t0 = time.perf_counter()
     v = step()
     sync(v)
-    step_s = time.perf_counter() - t0
+    step_s = time.perf_counter() - t_first
     untimed = 2
     if step_s < 1.0:  # a slow device (seconds per step) is warm after two steps; don't pay more
         for _ in range(warm - 1):
@@ -578,12 +578,15 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
     samples = []
     b = cfg["speed_batch"]
     for _ in range(repeats):
+        # next_s: how long until the next line, so the runner does not take a slow device for a hung one
+        emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats,
+              "next_s": round(k * step_s, 3)})
         t0 = time.perf_counter()
         for _ in range(k):
             v = step()
         sync(v)
         samples.append(k * b / (time.perf_counter() - t0))
-        emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats})
+    emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats})
     final = float("nan") if nan else to_float(v)
     return speed_record(cfg, samples, k, untimed, final, nan)
 
