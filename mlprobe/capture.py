@@ -22,6 +22,9 @@ class CaptureSpec:
     # Some tools exit non-zero on success (or print useful stdout on failure).
     ok_codes: Tuple[int, ...] = (0,)
     max_bytes: int = 8 * 1024 * 1024
+    # Where the tool lives when its installer did not put it on PATH (checked with os.access,
+    # no subprocess).
+    alt_paths: Tuple[str, ...] = ()
 
 
 _PS = ("powershell", "-NoProfile", "-NonInteractive", "-Command")
@@ -53,9 +56,12 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec(
             "proc-driver-nvidia-version.txt", path="/proc/driver/nvidia/version", systems=("Linux",)
         ),
-        CaptureSpec("rocminfo.txt", argv=("rocminfo",), systems=("Linux",), timeout=10.0),
+        # ROCm's installers leave /opt/rocm/bin off PATH.
+        CaptureSpec("rocminfo.txt", argv=("rocminfo",), systems=("Linux",), timeout=10.0,
+                    alt_paths=("/opt/rocm/bin/rocminfo",)),
         CaptureSpec(
-            "rocm-smi.txt", argv=("rocm-smi", "--showproductname"), systems=("Linux",), timeout=10.0
+            "rocm-smi.txt", argv=("rocm-smi", "--showproductname"), systems=("Linux",), timeout=10.0,
+            alt_paths=("/opt/rocm/bin/rocm-smi",),
         ),
         CaptureSpec("rocm-version.txt", path="/opt/rocm/.info/version", systems=("Linux",)),
         CaptureSpec("kfd-topology.txt", internal="kfd-topology", systems=("Linux",)),

@@ -127,7 +127,13 @@ class LiveHost:
         if system not in s.systems:
             return Capture(s.name, "absent", error=f"not taken on {system}")
         if s.argv is not None:
-            return self.run(s.name, list(s.argv), s.timeout * self._timeout_scale, s.ok_codes, s.max_bytes)
+            argv = list(s.argv)
+            if shutil.which(argv[0], path=self._env.get("PATH")) is None:
+                for alt in s.alt_paths:
+                    if os.path.isfile(alt) and os.access(alt, os.X_OK):
+                        argv[0] = alt
+                        break
+            return self.run(s.name, argv, s.timeout * self._timeout_scale, s.ok_codes, s.max_bytes)
         if s.path is not None:
             return self.read_file(s.name, s.path, s.max_bytes)
         if s.internal is not None:
