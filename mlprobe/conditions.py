@@ -216,7 +216,6 @@ def _any(parts: Sequence[Outcome]) -> Outcome:
 
 
 _OPS = ("equals", "in", "contains", "gte", "lte", "gt", "lt", "specifier", "truthy")
-_NOT_OPS = ("fact", "because", "unknown", "stop")
 
 
 def _leaf(cond: Dict[str, Any], ctx: Ctx, row: Optional[Dict[str, Any]]) -> Outcome:

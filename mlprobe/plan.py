@@ -343,7 +343,7 @@ def installed_findings(
         out.append(_torch_finding(torch, ctx, kb, best_torch))
     for name in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos"):
         if name in fws:
-            out.append(_tf_finding(name, fws[name], ctx, best_tf))
+            out.append(_tf_finding(name, fws[name], ctx, best_tf, best_torch))
             break
     for name, rid in (
         ("torch-directml", "torch-directml"),
@@ -562,23 +562,27 @@ def _torch_rocm_finding(
     )
 
 
-def _tf_finding(name: str, fw: Dict[str, Any], ctx: Ctx, best: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def _tf_finding(
+    name: str,
+    fw: Dict[str, Any],
+    ctx: Ctx,
+    best: Optional[Dict[str, Any]],
+    best_torch: Optional[Dict[str, Any]],
+) -> Dict[str, Any]:
     ver = str(fw.get("version") or "?")
     flags = ctx["cpu"]["flags"]
     if ctx["cpu"]["arch"] == "x86_64" and flags is not None and "avx" not in flags:
-        torch_alt = "python -m pip install torch --index-url <pytorch-index>/cpu"
+        fix = [f"python -m pip uninstall -y {name}"]
+        if best_torch:
+            fix += [f"# PyTorch runs here ({best_torch['recipe']}):"] + list(best_torch["commands"])
+        fix.append("# or build TensorFlow from source without AVX")
         return _finding(
             name,
             fw,
             "problem",
             f"{name} {ver} is installed, but this CPU has no AVX: `import tensorflow` "
             'dies with "Illegal instruction"',
-            fix=[
-                f"python -m pip uninstall -y {name}",
-                "use PyTorch's CPU build instead (mlprobe plan "
-                "--framework torch), or build TensorFlow from source without AVX",
-                torch_alt,
-            ][:2],
+            fix=fix,
         )
     version_mm = tuple(int(x) for x in re.findall(r"\d+", ver)[:2]) if re.match(r"\d", ver) else None
     if (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,12 +70,32 @@ def cli(work: Path, *args: str, timeout: float = 300) -> "subprocess.CompletedPr
                           capture_output=True, text=True, timeout=timeout, env=cli_env(work))
 
 
+_TEMPLATES: Dict[Tuple[str, ...], Path] = {}
+
+
 def existing_env(work: Path, index: LocalIndex, *packages: str) -> Tuple[Path, Path, str, Dict[str, str]]:
+    """A venv with these packages (copied from one built once per package set: pip runs once)."""
+    key = tuple(packages)
+    if key not in _TEMPLATES or not _TEMPLATES[key].exists():
+        import tempfile
+
+        template = Path(tempfile.mkdtemp(prefix="mlprobe-test-env-")) / "env"
+        py = make_venv(template)
+        if packages:
+            pip_install(py, index.url, *packages)
+        _TEMPLATES[key] = template
     venv = work / "env"
-    py = make_venv(venv)
-    if packages:
-        pip_install(py, index.url, *packages)
+    shutil.copytree(_TEMPLATES[key], venv, symlinks=True)
+    py = venv / "bin" / "python"
     return venv, py, pip_freeze(py), tree_state(venv)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_templates() -> Iterator[None]:
+    yield
+    for t in _TEMPLATES.values():
+        shutil.rmtree(t.parent, ignore_errors=True)
+    _TEMPLATES.clear()
 
 
 def assert_unchanged(venv: Path, py: Path, freeze: str, tree: Dict[str, str]) -> None:
@@ -175,8 +196,10 @@ def test_index_down_is_caught_before_anything_changes(work: Path, index: LocalIn
     assert_unchanged(venv, py, freeze, tree)
 
 
-def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path) -> None:
+def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-flight passes, then the index stops answering before pip runs."""
+    monkeypatch.setenv("PIP_RETRIES", "0")
     from mlprobe.errors import MlprobeError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan

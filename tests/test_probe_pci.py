@@ -106,10 +106,15 @@ def test_virtual_adapters_are_not_accelerators() -> None:
     assert pci.intel_discrete("0x3e92") is None
 
 
-def test_intel_integrated_only_at_00_02_0() -> None:
+def test_intel_integrated_by_id_table_else_by_slot() -> None:
+    # an iGPU passed through into a VM sits elsewhere; its id still says integrated (intel_gpus.json)
     passthrough = "06:10.0 VGA compatible controller [0300]: Intel Corporation Alder Lake-P GT2 [Iris Xe Graphics] [8086:46a6] (rev 0c)\n"
     (g,) = pci.gpus_from(pci.parse_lspci(passthrough), [])
-    assert g.integrated is None  # not at 00:02.0 (a VM, a bridge): unknown rather than a guess
+    assert g.integrated is True
+    # an id no table knows: 00:02.0 is the integrated GPU's slot; anywhere else stays unknown
+    unknown = ("00:02.0 VGA compatible controller [0300]: Intel Corporation Device [8086:fff0]\n"
+               "06:10.0 VGA compatible controller [0300]: Intel Corporation Device [8086:fff1]\n")
+    assert [g.integrated for g in pci.gpus_from(pci.parse_lspci(unknown), [])] == [True, None]
 
 
 def test_plain_lspci_without_ids() -> None:

@@ -265,11 +265,15 @@ def _token(value: str) -> "re.Pattern[str]":
 
 @pytest.fixture(scope="module")
 def live_outputs() -> Dict[str, str]:
-    doc = build_report(LiveHost(), ReportOptions(include_raw=True), source={"kind": "live"})
+    host = LiveHost()
+    doc = build_report(host, ReportOptions(include_raw=True), source={"kind": "live"})
+    plain = build_report(host, ReportOptions(), source={"kind": "live"})
     return {
         "json": json.dumps(doc, ensure_ascii=False),
         "markdown": render_markdown(doc),
         "json-ascii": json.dumps(doc),
+        "json without raw": json.dumps(plain, ensure_ascii=False),
+        "markdown without raw": render_markdown(plain),
     }
 
 

@@ -9,6 +9,10 @@ else (host bridges, audio [0403], NPUs [1180], ...) is not a GPU. Emulated, para
 display adapters (VMware SVGA, QEMU std VGA, Cirrus, ASPEED, Matrox G200, Hyper-V / WSL's Basic
 Render Driver, virtio-gpu, QXL, VirtualBox; knowledge/pci_display.json) are left out: they are
 never compute accelerators and would only confuse the device count.
+
+Intel integrated or discrete: by device id from intel_gpus.json (the Intel probe's table, Mesa's
+has_local_mem), else the discrete ids of pci_display.json (Linux's pciids.h), else by slot: Intel's
+integrated GPU sits at 00:02.0. AMD: gfx target and APU-ness from amd_gfx.json.
 """
 
 from __future__ import annotations
@@ -158,14 +162,26 @@ def parse_drm_drivers(text: str) -> List[DrmCard]:
 # -- knowledge ---------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _knowledge() -> Dict[str, Any]:
-    path = Path(__file__).resolve().parent.parent / "knowledge" / "pci_display.json"
+def _load(name: str) -> Dict[str, Any]:
+    path = Path(__file__).resolve().parent.parent / "knowledge" / name
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def _knowledge() -> Dict[str, Any]:
+    return _load("pci_display.json")
+
+
+@lru_cache(maxsize=1)
+def _intel_discrete_flags() -> Dict[str, bool]:
+    """intel_gpus.json (the Intel probe's table, from Mesa's has_local_mem): device id -> discrete."""
+    rows = _load("intel_gpus.json").get("rows", [])
+    return {r["pci_device_id"].lower(): r["discrete"] for r in rows if isinstance(r, dict)
+            and isinstance(r.get("pci_device_id"), str) and isinstance(r.get("discrete"), bool)}
 
 
 def virtual_display(vendor_id: Optional[str], device_id: Optional[str]) -> Optional[str]:
@@ -210,6 +226,9 @@ def _integrated(vendor: str, bus: str, device_id: Optional[str], table: Optional
     if vendor == "amd":
         return table
     if vendor == "intel":
+        flag = _intel_discrete_flags().get((device_id or "").lower())
+        if flag is not None:
+            return not flag
         if intel_discrete(device_id):
             return False
         if bus.endswith(":00:02.0"):

@@ -672,19 +672,18 @@ def probe(host: Host) -> Contribution:
             info = parse_rocminfo(text)
         except ParseError as exc:
             errors.append(f"rocminfo.txt: {exc}")
-    for name, parser in (("kfd-topology.txt", parse_kfd_topology), ("rocm-smi.txt", parse_rocm_smi)):
-        text = read(name)
-        if text is None:
-            continue
+    text = read("kfd-topology.txt")
+    if text is not None:
         try:
-            result = parser(text)
+            kfd = parse_kfd_topology(text)
         except ParseError as exc:
-            out.warnings.append(f"{name}: {exc}")
-            continue
-        if name == "kfd-topology.txt":
-            kfd = result  # type: ignore[assignment]
-        else:
-            cards = result  # type: ignore[assignment]
+            out.warnings.append(f"kfd-topology.txt: {exc}")
+    text = read("rocm-smi.txt")
+    if text is not None:
+        try:
+            cards = parse_rocm_smi(text)
+        except ParseError as exc:
+            out.warnings.append(f"rocm-smi.txt: {exc}")
     text = read("rocm-version.txt")
     if text is not None:
         try:

@@ -126,7 +126,9 @@ def build_report(
     scan_report = facts_to_report(facts, source)
     plan = plan_section(scan_report)
     verify = verify_section(host) if options.verify else None
-    files = collect_bundle(host)
+    # A live report without --include-raw takes no extra captures (dxdiag alone can take 20 s): this
+    # machine's names come from the host itself (Redactor.seed_live), the rest is found by shape.
+    files = collect_bundle(host) if (options.include_raw or host.kind != "live") else {}
 
     redactor = Redactor(protected_values(scan_report), enabled=options.redact)
     if options.redact:

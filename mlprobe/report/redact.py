@@ -777,7 +777,7 @@ class Redactor:
                 kind, k = _classify_id(hint, value)
                 yield s, e, kind, k
         for m in _KFD_UNIQUE.finditer(text):
-            if not _null(m.group("v")):
+            if int(m.group("v")) >= 1 << 16:  # real ids are 64-bit; small ones are our pseudonyms
                 yield m.start("v"), m.end("v"), "gpu-uuid", "amd:%x" % int(m.group("v"))
         for rx in (_LSPCI_DSN, _LSUSB_SERIAL):
             for m in rx.finditer(text):

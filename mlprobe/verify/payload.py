@@ -34,7 +34,7 @@ DEFAULTS = {
     "learn_max_s": 30.0,
     "learn_batch": 64,
     "speed_batch": 128,
-    "speed_repeats": 5,
+    "speed_repeats": 7,
     "speed_min_repeats": 3,
     "speed_repeat_s": 0.4,  # aim for at least this long per timed repeat (K steps, then sync)
     "speed_budget_s": 6.0,  # timed part of the speed test, per device (warm-up excluded)
