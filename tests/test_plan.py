@@ -25,11 +25,7 @@ WITH_PLAN = [d for d in fixture_dirs() if "plan" in ground_truth(d)]
 BACKENDS = {"cpu", "cuda", "rocm", "mps", "xpu", "directml", "metal", "plaidml"}
 
 # Fixtures whose expected plan needs a fact the scan does not extract yet (owned by the probe developers).
-SCAN_GAPS = {
-    "windows-nvidia-rtx2080super-smi": "the scan does not yet infer Windows from nvidia-smi's WDDM driver "
-    "model "
-    "and C:\\Windows process paths, so TensorFlow's Windows answer cannot be given",
-}
+SCAN_GAPS: Dict[str, str] = {}
 
 
 def _report(folder: Path) -> Dict[str, Any]:

@@ -13,12 +13,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List
 
+import jsonschema
 import pytest
 
 from mlprobe import __version__
 from mlprobe.cli import main
 from mlprobe.host import LiveHost, ReplayHost
-from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, build_report, collect_bundle
+from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, build_report, collect_bundle, report_schema
 from mlprobe.report.markdown import render_markdown
 from mlprobe.scan import facts_to_report, scan
 
@@ -75,6 +76,25 @@ def test_envelope_is_versioned_and_complete(tmp_path: Path) -> None:
     assert set(files) == {p.name for p in folder.iterdir() if p.name != "SOURCE.md"}
     assert all(set(e) == {"text"} for e in files.values())
     json.dumps(doc)  # JSON-ready throughout
+
+
+@pytest.mark.parametrize("folder", SYNTHETIC, ids=[p.name for p in SYNTHETIC])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ReportOptions(),
+        ReportOptions(include_raw=True, verify=True),
+        ReportOptions(include_raw=True, redact=False),
+    ],
+    ids=["plain", "raw", "no-redact"],
+)
+def test_envelope_follows_its_schema(
+    folder: Path, options: ReportOptions, scan_schema: Dict[str, Any]
+) -> None:
+    """Contract test: the envelope against report.schema.json, its scan against the scan schema."""
+    doc = build_report(ReplayHost(folder), options)
+    jsonschema.validate(doc, report_schema())
+    jsonschema.validate(doc["scan"], scan_schema)
 
 
 def test_without_include_raw_there_is_no_bundle() -> None:

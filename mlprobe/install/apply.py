@@ -25,7 +25,7 @@ from . import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .proc import StepTimeout, Transcript, run_logged
-from .resolve import Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
+from .resolve import Failure, Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
 from .steps import InstallOptions, InstallPlan, Step
 from .transaction import RestoreReport, Transaction
 from .venv import (
@@ -384,7 +384,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
                           on_start=on_child)
             if r.rc != 0:
-                raise classify_failure(r.output, backend.name, "installing").to_error(EXIT_FAILURE)
+                raise _diagnose(classify_failure(r.output, backend.name, "installing"), pre).to_error(EXIT_FAILURE)
             progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
@@ -439,6 +439,19 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     result.seconds = time.perf_counter() - started
     transcript.close()
     return result
+
+
+def _diagnose(failure: Failure, pre: Preflight) -> Failure:
+    """pip says only "no matching distribution" when an index stops answering (with retries off it
+    does not even warn): ask the index once more to tell the two apart."""
+    indexes = pre.plan.sources.checkable_indexes
+    if failure.kind != "not-found" or not indexes or not pre.packages:
+        return failure
+    check = check_index(indexes[0], pre.packages[0], pre.env.target, timeout=4.0)
+    if check.reachable:
+        return failure
+    return Failure("network", "the index stopped answering while installing", check.message,
+                   offline_hint(), "E501")
 
 
 def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:

@@ -749,6 +749,11 @@ def probe(host: Host) -> Contribution:
     if cuda is None:
         cuda = cuda_for_driver(driver, "Windows" if windows else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
+    if system is None and windows:
+        # A bundle without host.json: WDDM/TCC/MCDM driver models exist only on Windows.
+        from ..facts import OsFacts
+
+        out.os = OsFacts(system="Windows")
     if driver or cuda:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
     for _, rep in reports:

@@ -15,6 +15,8 @@ import base64
 import copy
 import dataclasses
 import importlib
+import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -160,6 +162,17 @@ def build_report(
         notes.append("replay this machine with: mlprobe scan --replay REPORT.json")
     doc["notes"] = redactor.redact_obj(notes)
     doc["redactions"] = redactor.summary()
+    return doc
+
+
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+
+
+def report_schema() -> Dict[str, Any]:
+    """The JSON Schema of the envelope (the `scan` inside follows mlprobe.schema.scan_schema())."""
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    assert isinstance(doc, dict)
     return doc
 
 
