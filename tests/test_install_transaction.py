@@ -447,3 +447,54 @@ def test_use_pip_config_means_pip_even_with_uv(work: Path, index: LocalIndex) ->
     cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--use-pip-config", "--find-links",
              str(index.folder), "--installer", "uv")
     assert cp.returncode == 2 and "[E513]" in cp.stderr
+
+
+# ---------------------------------------------------------------- interpreters ---------------
+
+def test_system_interpreter_marked_externally_managed_is_refused(work: Path, index: LocalIndex) -> None:
+    system = Path("/usr/bin/python3")
+    if not system.exists():
+        pytest.skip("no /usr/bin/python3")
+    from mlprobe.install.venv import inspect_interpreter
+
+    if not inspect_interpreter(str(system)).externally_managed:
+        pytest.skip("this OS's python3 is not marked EXTERNALLY-MANAGED")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,
+             "--apply", "--system", "--python", str(system))
+    assert cp.returncode == 2 and "[E508]" in cp.stderr and "PEP 668" in cp.stderr
+
+
+def test_new_venv_with_another_python_version(work: Path, index: LocalIndex) -> None:
+    from mlprobe.errors import MlprobeError
+    from mlprobe.install.venv import find_python
+
+    other = "3.12" if sys.version_info[:2] != (3, 12) else "3.11"
+    try:
+        find_python(other)
+    except MlprobeError:
+        pytest.skip(f"no Python {other} here")
+    venv = work / "cwd" / "other-py"
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,
+             "--apply", "--venv", str(venv), "--python", other, "--without-pip", "--json")
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    assert doc["target"]["python_version"].startswith(other + ".")
+    assert f"version = {other}" in (venv / "pyvenv.cfg").read_text()
+    assert "demo-app==1.0" in pip_freeze(venv / "bin" / "python")
+
+
+def test_system_mode_transaction(work: Path, index: LocalIndex) -> None:
+    """--system on an interpreter that is not externally managed (a venv's python stands in for one,
+    so that no test touches this machine's own interpreter): rolls back, then installs, and prints
+    the env vars instead of editing any shell file."""
+    venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
+    cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
+             "--apply", "--system", "--python", str(py))
+    assert cp.returncode == 1 and "[E505]" in cp.stderr and "environment restored" in cp.stderr
+    assert_unchanged(venv, py, freeze, tree)
+    cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"], env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"})),
+             "--index-url", index.url, "--apply", "--system", "--python", str(py))
+    assert cp.returncode == 0, cp.stderr
+    assert "export HSA_OVERRIDE_GFX_VERSION='11.0.0'" in cp.stdout
+    assert "HSA_OVERRIDE" not in (venv / "bin" / "activate").read_text()
+    assert "demo-app==1.0" in pip_freeze(py)

@@ -14,14 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlprobe.capture import SPECS
-from mlprobe.report.redact import (
-    Redactor,
-    is_secret_name,
-    looks_secret,
-    mode_for,
-    protected_values,
-    text_of,
-)
+from mlprobe.report.patterns import is_secret_name, looks_secret, mode_for, protected_values, text_of
+from mlprobe.report.redact import Redactor
 
 from .conftest import FIXTURES, fixture_dirs
 from .fuzz import mutated
@@ -81,6 +75,7 @@ def learned(text: str, mode: str = "text") -> Redactor:
         ("token ghp_0123456789abcdefghijABCDEFGHIJ0123 leaked\n", ["ghp_0123456789abcdefghijABCDEFGHIJ0123"]),
         ("index https://bot:hunter2@example.invalid/simple\n", ["hunter2"]),
         ("peer 192.0.2.44 port 22\n", ["192.0.2.44"]),
+        ("    inet 10.0.0.5/24 brd 10.0.0.255 scope global\n", ["10.0.0.5", "10.0.0.255"]),
         ("peer 2001:db8::1:2 port 22\n", ["2001:db8::1:2"]),
         ("link fe80::1c2d:3eff:fe4f:5a6b%eth0\n", ["fe80::1c2d:3eff:fe4f:5a6b"]),
         ("ether 3c:22:fb:12:34:56 brd ff:ff:ff:ff:ff:ff\n", ["3c:22:fb:12:34:56"]),
@@ -101,6 +96,8 @@ def learned(text: str, mode: str = "text") -> Redactor:
         ("kern.uuid: 7D3F2A91-4B6C-4E8D-9F1A-2C3B4D5E6F70\n", ["7D3F2A91-4B6C-4E8D-9F1A-2C3B4D5E6F70"]),
         ("machine id 4c2f8e1a9b7d46e3a5f0c8b2d1e9f7a3\n", ["4c2f8e1a9b7d46e3a5f0c8b2d1e9f7a3"]),
         ("Product ID: 00330-80112-45871-AA329\n", ["00330-80112-45871-AA329"]),
+        ("Author: Olga Turner <olga.turner+gpu@mail.example.org>\n", ["olga.turner+gpu@mail.example.org"]),
+        ("Owner SID: S-1-5-21-3623811015-3361044348-30300820-1013\n", ["3623811015-3361044348-30300820"]),
     ],
 )
 def test_finds_and_removes(text: str, gone: List[str]) -> None:
@@ -114,6 +111,10 @@ def test_finds_and_removes(text: str, gone: List[str]) -> None:
     "text",
     [
         "Driver Version: 1.3.40.14 (English)\n",  # a version, not an address
+        "          DriverVersion: 1.4.40.0\n",
+        "nvidia-cublas           13.1.0.3\n",  # pip list
+        "[pip3] nvidia-cufft==12.0.0.61\n",  # collect_env
+        "P2: 1.6.0.0\n",  # a crash signature in dxdiag
         "| NVIDIA-SMI 570.124.04    Driver Version: 570.124.04     CUDA Version: 12.8     |\n",
         "GPU 00000000:0C:00.0\n",  # a PCI bus id
         "  Name:                    gfx1031\n",

@@ -44,7 +44,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="a recipe as JSON (one entry of `mlprobe plan --json`'s recommended list, or a whole "
                         "plan); skips the scan")
     p.add_argument("--python", metavar="X.Y",
-                   help="the Python version of the new environment (pythonX.Y on PATH)")
+                   help="the Python version of the new environment (pythonX.Y on PATH, or a pyenv install), "
+                        "or the path of an interpreter")
     add_replay(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     src = p.add_argument_group("sources (see below)")
@@ -127,8 +128,19 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise MlprobeError("this mlprobe has no planner", why=str(exc),
                            next_step="pass a recipe with --recipe-file FILE", ref="E513",
                            exit_code=EXIT_USAGE) from None
-    plan = make_plan(report, framework=args.framework, python=args.python)
+    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python))
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
+
+
+def _plan_python(python: "str | None") -> "str | None":
+    """The planner wants X.Y; --python may also name an interpreter."""
+    import re
+
+    if not python or re.fullmatch(r"\d+\.\d+", python):
+        return python
+    from ..install.venv import find_python, inspect_interpreter
+
+    return inspect_interpreter(find_python(python)).major_minor
 
 
 def run(args: argparse.Namespace) -> int:

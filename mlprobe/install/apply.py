@@ -113,7 +113,10 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
                                exit_code=EXIT_USAGE)
         target = target_from_report(report or {}) if report else None
         if target is None:
-            target = target_for_interpreter(opts.python or f"{sys.version_info[0]}.{sys.version_info[1]}")
+            guess = opts.python if opts.python and os.sep not in opts.python else None
+            target = target_for_interpreter(guess or f"{sys.version_info[0]}.{sys.version_info[1]}")
+            plan.warnings.append("the bundle has no Python facts: resolved for Python "
+                                 f"{target.python_version} on this machine's platform instead")
         return TargetEnv(mode="replay", path=None, python="", info=None, target=target)
     if opts.system:
         if opts.venv:
@@ -128,7 +131,8 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
     state = check_venv_target(path)
     if state == "venv":
         info = inspect_interpreter(str(venv_python(path)))
-        if opts.python and info.major_minor != opts.python:
+        if opts.python and "." in opts.python and os.sep not in opts.python \
+                and info.major_minor != opts.python:
             raise MlprobeError(f"{path} runs Python {info.major_minor}, not {opts.python}",
                                next_step="leave out --python to reuse it, or pick another --venv PATH",
                                ref="E510", exit_code=EXIT_USAGE)
@@ -187,7 +191,7 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     for c in plan.commands:
         steps.append(Step("note", "the recipe's own command (shown, not run)", c))
     fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
-    if fw:
+    if fw and env.mode != "replay":
         steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
     return steps
 
@@ -384,7 +388,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
                           on_start=on_child)
             if r.rc != 0:
-                raise _diagnose(classify_failure(r.output, backend.name, "installing"), pre).to_error(EXIT_FAILURE)
+                failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
+                raise failure.to_error(EXIT_FAILURE)
             progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")

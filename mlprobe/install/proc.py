@@ -68,8 +68,32 @@ def _signal_group(proc: "subprocess.Popen[str]", sig: int) -> None:
         pass
 
 
+class NoInterrupt:
+    """Ctrl-C (and SIGTERM) wait while a child is being stopped or an environment put back: a second
+    Ctrl-C must not leave pip writing while mlprobe restores."""
+
+    def __enter__(self) -> "NoInterrupt":
+        self._old: Dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self._old[sig] = signal.signal(sig, signal.SIG_IGN)
+                except (ValueError, OSError):
+                    pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def stop_child(proc: "subprocess.Popen[str]") -> None:
     """SIGINT (pip rolls back the package it is on), then SIGTERM, then SIGKILL; always reaps."""
+    with NoInterrupt():
+        _stop_child(proc)
+
+
+def _stop_child(proc: "subprocess.Popen[str]") -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         if proc.poll() is not None:
             return

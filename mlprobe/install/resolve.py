@@ -8,7 +8,9 @@ recipe's build variant (+cpu, +cu126, +rocm6.2) when the recipe's own index is n
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -216,7 +218,9 @@ def dry_run_argv(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sourc
     if ignore_installed:
         argv.append("--ignore-installed")
     if python_version or platforms:
-        argv += ["--only-binary", ":all:"]
+        # pip < 23.3 accepts these only with --target; a dry run writes nothing there.
+        unused = os.path.join(tempfile.gettempdir(), "mlprobe-dry-run-target-never-written")
+        argv += ["--only-binary", ":all:", "--target", unused]
         if python_version:
             argv += ["--python-version", python_version]
         for p in platforms:

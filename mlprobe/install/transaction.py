@@ -16,9 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -27,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Literal, Optional, Set, Tuple, Typ
 from packaging.utils import canonicalize_name
 
 from ..errors import EXIT_FAILURE, MlprobeError
-from .proc import Transcript, python_quiet_env, run_quiet
+from .proc import NoInterrupt, Transcript, python_quiet_env, run_quiet
 
 _DISTS = r"""
 import json, sys
@@ -141,24 +139,6 @@ class RestoreReport:
             ) if x)
 
 
-class _NoInterrupt:
-    """Ctrl-C (and SIGTERM) wait while the environment is being put back."""
-
-    def __enter__(self) -> "_NoInterrupt":
-        self._old: Dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    self._old[sig] = signal.signal(sig, signal.SIG_IGN)
-                except (ValueError, OSError):
-                    pass
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-
 class Transaction:
     """with Transaction(...) as txn: create/modify; an exception (KeyboardInterrupt included) rolls
     back, then propagates (or becomes E511 when the rollback itself could not finish)."""
@@ -230,7 +210,7 @@ class Transaction:
             self.backup_dir = None
 
     def rollback(self) -> RestoreReport:
-        with _NoInterrupt():
+        with NoInterrupt():
             try:
                 report = self._rollback()
             except Exception as exc:  # report, do not mask the original failure

@@ -87,24 +87,56 @@ def inspect_interpreter(python: str, timeout: float = 30.0) -> Interpreter:
     return Interpreter(**{k: v for k, v in doc.items() if k in fields})
 
 
-def find_python(version: Optional[str]) -> str:
-    """The interpreter that a new venv is made from: this one, or pythonX.Y on PATH."""
-    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if version is None or version == here:
-        return sys.executable
-    names = [f"python{version}"]
-    if os.name == "nt":
-        names.append(f"python{version.replace('.', '')}")
+def _runs_as(candidate: str, version: str) -> bool:
+    """Does this interpreter start, and is it that X.Y? (pyenv shims exist for versions that are not
+    selected and then fail.)"""
+    try:
+        cp = run_quiet([candidate, "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                       timeout=20, env=python_quiet_env())
+    except (OSError, Exception):
+        return False
+    return cp.returncode == 0 and cp.stdout.strip() == version
+
+
+def _candidates(version: str) -> List[str]:
+    out: List[str] = []
+    names = [f"python{version}"] + ([f"python{version.replace('.', '')}"] if os.name == "nt" else [])
     for name in names:
         found = shutil.which(name)
         if found:
-            return found
+            out.append(found)
+    # pyenv installs that are not selected (their shims refuse to run them).
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if root.is_dir():
+        for d in sorted(root.glob(f"{version}*"), reverse=True):
+            exe = d / "bin" / f"python{version}"
+            if exe.is_file():
+                out.append(str(exe))
+    return out
+
+
+def find_python(version: Optional[str]) -> str:
+    """The interpreter that a new venv is made from: this one, an interpreter path, or Python X.Y
+    (pythonX.Y on PATH, or a pyenv install)."""
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if version is None or version == here:
+        return sys.executable
+    if os.sep in version or (os.altsep and os.altsep in version) or version.startswith("python"):
+        path = shutil.which(version) or version
+        if os.path.exists(path):
+            return path
+        raise MlprobeError(f"no interpreter at {version}",
+                           next_step="pass --python X.Y or a path that exists",
+                           ref="E510", exit_code=EXIT_USAGE)
+    for cand in _candidates(version):
+        if _runs_as(cand, version):
+            return cand
     hint = "install it (your OS packages, pyenv, or the python.org installer)"
     if shutil.which("uv"):
         hint = f"`uv python install {version}`, then run again"
     raise MlprobeError(
         f"no Python {version} on this machine",
-        why=f"looked for {' and '.join(names)} on PATH",
+        why=f"looked for python{version} on PATH and in pyenv's versions",
         next_step=f"{hint}; or leave out --python to use {here} ({sys.executable})",
         ref="E510", exit_code=EXIT_UNAVAILABLE,
     )

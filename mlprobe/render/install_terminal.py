@@ -94,7 +94,7 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
         con.print(f"[cyan]note:[/cyan] {_esc(n)}")
     for w in plan.warnings:
         con.print(f"[yellow]warning:[/yellow] {_esc(w)}")
-    for p in pre.problems:
+    for p in ([] if applying else pre.problems):  # with --apply the first one is raised as the error
         con.print(f"[red]problem [{p.ref}]:[/red] {_esc(p.what)}")
         if p.why:
             con.print(f"  why: {_esc(p.why)}")
@@ -156,7 +156,8 @@ class ApplyProgress(Progress):
 def _verify_lines(doc: Dict[str, Any]) -> List[str]:
     out = []
     for r in doc.get("results") or []:
-        label = f"{r.get('framework')} {r.get('version') or ''} on {r.get('device')}".replace("  ", " ")
+        version = r.get("framework_version") or r.get("version") or ""
+        label = f"{r.get('framework')} {version} on {r.get('device')}".replace("  ", " ")
         out.append(f"{label}: [bold]{_esc(str(r.get('verdict')))}[/bold]")
     return out
 
@@ -180,6 +181,13 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
     con.print(f"  transcript: {_esc(str(result.log))}")
     if result.verify is not None:
         con.print("[bold]Verify[/bold] (in the new environment)")
+        try:
+            from .verify_terminal import render_verify
+        except ImportError:
+            render_verify = None  # type: ignore[assignment]
+        if render_verify is not None:
+            render_verify(result.verify)
+            return
         for line in _verify_lines(result.verify):
             con.print(f"  {line}")
         for line in result.verify.get("summary") or []:

@@ -239,8 +239,10 @@ def diff_document(a: Side, b: Side, diffs: List[Difference]) -> Dict[str, Any]:
 def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
     """A plain-text table (no colour codes), readable in a terminal and in a ticket."""
     if not diffs:
-        return (f"A = {a.label}\nB = {b.label}\n"
-                "no differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n")
+        return (
+            f"A = {a.label}\nB = {b.label}\n"
+            "no differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n"
+        )
 
     def cell(item: str, v: Any) -> str:
         if v is None:

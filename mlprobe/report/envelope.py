@@ -25,7 +25,8 @@ from typing import Any, Callable, Dict, List, Optional
 from .. import __version__
 from ..capture import SPECS
 from ..host import Host
-from .redact import Redactor, mode_for, protected_values, text_of
+from .patterns import mode_for, protected_values, text_of
+from .redact import Redactor
 
 REPORT_VERSION = 1
 REPORT_KIND = "mlprobe-report"
