@@ -1,18 +1,36 @@
-"""`mlprobe schema`: print the JSON Schema of the scan report."""
+"""`mlprobe schema [scan|report|recipe]`: print a JSON Schema mlprobe publishes."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json`")
+    p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json` (or of a report)")
+    p.add_argument("which", nargs="?", choices=("scan", "report", "recipe"), default="scan",
+                   help="scan: `mlprobe scan --json` (default); report: `mlprobe report`; recipe: a recipe file")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..schema import schema_text
+    if args.which == "scan":
+        from ..schema import schema_text
 
-    sys.stdout.write(schema_text())
+        sys.stdout.write(schema_text())
+        return 0
+    if args.which == "report":
+        from ..report.envelope import report_schema
+
+        doc = report_schema()
+    else:
+        import os
+
+        from .. import recipes
+
+        path = os.path.join(os.path.dirname(os.path.abspath(recipes.__file__)), "recipe.schema.json")
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     return 0
