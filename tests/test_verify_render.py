@@ -102,3 +102,14 @@ def test_progress_without_a_terminal_prints_one_line_per_finished_stage() -> Non
     lines = buf.getvalue().splitlines()
     assert lines == ["verify: torch cpu: speed 1,600 images/s",
                      "verify: torch cpu: learning FAILED: 20% in 300 steps, 9.0 s"]
+
+
+def test_h200_fixture_shows_cuda_accelerated_with_its_proof() -> None:
+    docs = [load(p) for p in RESULTS if "h200" in p.parent.name]
+    if not docs:
+        pytest.skip("no H200 fixture")
+    r = next(r for r in docs[0]["results"] if r["device"] == "cuda:0")
+    assert r["verdict"] == V.ACCELERATED and r["speedup_vs_framework_cpu"] >= 1.5
+    assert r["proof"]["tensor_device"] == "cuda:0" and r["proof"]["max_memory_allocated_bytes"] > 0
+    assert r["proof"]["device_name"] == "NVIDIA H200"
+    assert r["correctness"]["passed"] and r["correctness"]["grad_rel_err"] < r["correctness"]["grad_rtol"]

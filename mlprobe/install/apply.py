@@ -356,7 +356,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
         txn = Transaction(transcript, env_python=env.python, roots=[env.path])
     else:
         roots = sorted({Path(p) for p in (info.purelib, info.platlib, info.scripts) if p})
-        txn = Transaction(transcript, env_python=env.python, roots=roots)
+        txn = Transaction(transcript, env_python=env.python, roots=roots, shallow=[Path(info.prefix)])
     python = env.python
     scripts_written: List[str] = []
     import_ok = False

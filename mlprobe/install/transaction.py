@@ -77,9 +77,20 @@ def list_distributions(python: str, timeout: float = 120.0) -> List[Dict[str, An
     return doc if isinstance(doc, list) else []
 
 
-def walk(roots: Iterable[Path]) -> Tuple[Dict[str, FileState], Set[str]]:
+def walk(roots: Iterable[Path], shallow: Iterable[Path] = ()) -> Tuple[Dict[str, FileState], Set[str]]:
+    """Every file and folder under roots; and the files directly in each `shallow` folder (an
+    interpreter's prefix, where an installer may leave a lock file)."""
     files: Dict[str, FileState] = {}
     dirs: Set[str] = set()
+    for folder in shallow:
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if not entry.is_dir(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        files[entry.path] = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            continue
     stack = [str(r) for r in roots if r.is_dir()]
     dirs.update(stack)
     while stack:
@@ -101,13 +112,13 @@ def walk(roots: Iterable[Path]) -> Tuple[Dict[str, FileState], Set[str]]:
     return files, dirs
 
 
-def snapshot(python: str, roots: List[Path]) -> EnvSnapshot:
+def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> EnvSnapshot:
     snap = EnvSnapshot()
     for d in list_distributions(python):
         key = str(canonicalize_name(d["name"]))
         snap.dists[key] = (d["name"], d["version"])
         snap.dist_files[key] = list(d.get("files") or [])
-    snap.files, snap.dirs = walk(roots)
+    snap.files, snap.dirs = walk(roots, shallow)
     return snap
 
 
@@ -145,10 +156,11 @@ class Transaction:
 
     def __init__(self, transcript: Transcript, *, env_python: Optional[str] = None,
                  roots: Optional[List[Path]] = None, new_venv: Optional[Path] = None,
-                 new_venv_was_empty_dir: bool = False) -> None:
+                 new_venv_was_empty_dir: bool = False, shallow: Optional[List[Path]] = None) -> None:
         self.transcript = transcript
         self.env_python = env_python
         self.roots = roots or []
+        self.shallow = shallow or []
         self.new_venv = new_venv
         self.new_venv_was_empty_dir = new_venv_was_empty_dir
         self.before: Optional[EnvSnapshot] = None
@@ -160,7 +172,7 @@ class Transaction:
     # ------------------------------------------------------------------ before -------------
     def begin(self) -> None:
         if self.env_python and self.new_venv is None:
-            self.before = snapshot(self.env_python, self.roots)
+            self.before = snapshot(self.env_python, self.roots, self.shallow)
             self.transcript.note("snapshot of the environment before installing "
                                  f"({len(self.before.dists)} distributions, {len(self.before.files)} files):")
             for line in self.before.freeze():
@@ -240,7 +252,7 @@ class Transaction:
         if self.before is None:
             return RestoreReport(ok=True)
         before = self.before
-        now_files, now_dirs = walk(self.roots)
+        now_files, now_dirs = walk(self.roots, self.shallow)
         deleted = 0
         for p in now_files:
             if p not in before.files:
@@ -261,7 +273,7 @@ class Transaction:
                 restored += 1
             except OSError:
                 continue
-        after = snapshot(self.env_python or "", self.roots) if self.env_python else EnvSnapshot()
+        after = snapshot(self.env_python, self.roots, self.shallow) if self.env_python else EnvSnapshot()
         differs = sorted(set(before.freeze()) ^ set(after.freeze()))
         missing = [p for p in before.files if p not in after.files and not _regenerable(p)]
         modified = [p for p, st in before.files.items()

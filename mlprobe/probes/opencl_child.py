@@ -2,7 +2,10 @@
 # and print one JSON document. Standard library + pyopencl only; Python 3.7 compatible.
 # Kept out of the scan process because an OpenCL driver can hang or crash it.
 import json
+import os
+import shutil
 import sys
+import tempfile
 
 
 def _get(dev, attr):
@@ -13,6 +16,20 @@ def _get(dev, attr):
 
 
 def main():
+    # PoCL writes a kernel cache under ~/.cache/pocl when it initialises; a scan must not write to
+    # the user's home, so unless the user chose a cache dir, it gets a temporary one.
+    tmp_cache = None
+    if "POCL_CACHE_DIR" not in os.environ:
+        tmp_cache = tempfile.mkdtemp(prefix="mlprobe-pocl-")
+        os.environ["POCL_CACHE_DIR"] = tmp_cache
+    try:
+        return _enumerate()
+    finally:
+        if tmp_cache:
+            shutil.rmtree(tmp_cache, ignore_errors=True)
+
+
+def _enumerate():
     try:
         import pyopencl as cl
     except Exception as exc:  # not installed, or its native library fails to load
