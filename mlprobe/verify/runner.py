@@ -301,6 +301,7 @@ def run_verify(
     disc = discover(target, timeout=min(timeout, 60.0))
     chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
     results: List[Dict[str, Any]] = []
+    no_match: List[Dict[str, Any]] = []  # frameworks that have no device matching --device
     fw_cpu: Dict[str, Dict[str, Any]] = {}
     for fw in chosen:
         run = _FrameworkRun(target, fw, opts, on_event)
@@ -331,11 +332,15 @@ def run_verify(
         if device and not any(wanted(run.meta[d], device) and run.meta[d]["kind"] != "cpu" for d in todo) \
                 and device.lower() != "cpu":
             reasons = [u["reason"] for u in run.unavailable if wanted(u, device) or u.get("id") == device]
-            results.append(_unavailable_record(
+            no_match.append(_unavailable_record(
                 fw, run.version, target, device,
                 reasons[0] if reasons else f"{fw} {run.version or ''} sees no {device} device here".replace("  ", " "),
                 kind=device))
         fw_records.append(frec)
+
+    # With --framework any, a framework without the requested device is noise once another has it.
+    if framework != "any" or not any(r["verdict"] is None and r["kind"] != "cpu" for r in results):
+        results.extend(no_match)
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
     # because the fastest CPU path is what a user would otherwise use.
