@@ -75,3 +75,15 @@ def test_wsl_from_kernel_release(tmp_path: Path) -> None:
         {"system": "Linux", "release": "5.15.153.1-microsoft-standard-WSL2", "version": "#1 SMP"}))
     facts = scan(ReplayHost(tmp_path), only=["os"])
     assert facts.os.wsl is True
+
+
+def test_plugin_probes_are_found_through_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.probes import plugins
+
+    dist = tmp_path / "mlprobe_tpu-1.0.dist-info"
+    dist.mkdir()
+    (dist / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n\n[mlprobe.probes]\ntpu = mlprobe_tpu.probe:probe\n")
+    (tmp_path / "other-2.0.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert ("tpu", "mlprobe_tpu.probe") in plugins()
+    assert all(name != "x" for name, _ in plugins())
