@@ -67,3 +67,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A file the command had to read or write (the commands check their paths first; this is the
+        # net for a disk that fills up or a permission that changes under them).
+        where = f" ({exc.filename})" if exc.filename else ""
+        err = MlprobeError(
+            f"{exc.strerror or exc}{where}",
+            next_step="check that the path exists, that you may read or write it, and that the disk has room",
+            ref="E001",
+        )
+        print(err.render(), file=sys.stderr)
+        return err.exit_code

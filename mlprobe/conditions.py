@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
+
+from .kb import version
 
 Kb = Mapping[str, Any]  # knowledge tables by file stem: {"torch_wheels": {...}, ...}
 Ctx = Dict[str, Any]
@@ -128,21 +130,6 @@ def spec_contains(spec: str, value: Version) -> bool:
         return SpecifierSet(spec).contains(value, prereleases=True)
     except InvalidSpecifier:
         raise ValueError(f"bad version specifier {spec!r}") from None
-
-
-def version(text: Any) -> Optional[Version]:
-    if text is None:
-        return None
-    return _version(str(text))
-
-
-@lru_cache(maxsize=1024)
-def _version(text: str) -> Optional[Version]:
-    try:
-        return Version(str(text))
-    except InvalidVersion:
-        m = re.match(r"^\s*(\d+(?:\.\d+)*)", str(text))
-        return Version(m.group(1)) if m else None
 
 
 def cc_tuple(text: str) -> Tuple[int, int]:

@@ -211,8 +211,15 @@ def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = No
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd, **kwargs)
+    out, err = communicate_or_kill(proc, timeout)
+    return proc.returncode, out, err
+
+
+def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float) -> "tuple[bytes, bytes]":
+    """proc.communicate() with a limit; past it the child's whole process group is killed (so its
+    pipes close) and subprocess.TimeoutExpired is raised."""
     try:
-        out, err = proc.communicate(timeout=timeout)
+        return proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_tree(proc)
         try:
@@ -220,7 +227,6 @@ def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = No
         except (subprocess.TimeoutExpired, ValueError, OSError):
             pass
         raise
-    return proc.returncode, out, err
 
 
 def _kill_tree(proc: "subprocess.Popen[bytes]") -> None:
@@ -427,9 +433,14 @@ class ReplayHost:
             return {}
         try:
             doc = json.loads(decode(data))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BundleError(f"host.json in {self.source} is not valid JSON: {exc}") from None
-        return doc if isinstance(doc, dict) else {}
+        if not isinstance(doc, dict):
+            raise BundleError(
+                f"host.json in {self.source} is a JSON {type(doc).__name__}, not the object "
+                "`mlprobe capture` writes"
+            )
+        return doc
 
     def env(self, name: str) -> Optional[str]:
         env = self._host_json.get("env")
@@ -465,7 +476,7 @@ class ReplayHost:
 def _bundle_from_report(path: Path) -> Dict[str, bytes]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
     bundle = doc.get("capture_bundle") if isinstance(doc, dict) else None
     if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
@@ -477,8 +488,23 @@ def _bundle_from_report(path: Path) -> Dict[str, bytes]:
         if isinstance(entry, dict) and isinstance(entry.get("text"), str):
             files[name] = entry["text"].encode("utf-8")
         elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
-            files[name] = base64.b64decode(entry["base64"])
+            try:
+                files[name] = base64.b64decode(entry["base64"])
+            except ValueError as exc:  # binascii.Error
+                raise BundleError(f"{path}: the embedded capture {name} is not valid base64: {exc}") from None
     return files
+
+
+def open_replay(source: "str | os.PathLike[str]") -> ReplayHost:
+    """A ReplayHost for a path a person gave: besides what ReplayHost refuses, a folder (or report)
+    that holds no capture file at all is refused, since replaying it would just find nothing."""
+    host = ReplayHost(source)
+    if not any(name in SPECS for name in host.names()):
+        raise BundleError(
+            f"{source} holds no capture files (none of the names in docs/CAPTURES.md, such as host.json, "
+            "lspci.txt or nvidia-smi-q-x.xml)"
+        )
+    return host
 
 
 def write_bundle(host: LiveHost, folder: Path, names: Optional[Iterable[str]] = None) -> Dict[str, Capture]:

@@ -8,6 +8,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .conditions import Ctx, Kb
+from .kb import nvidia_name_row
 
 # --------------------------------------------------------------------------- derived facts
 
@@ -31,15 +32,8 @@ def _major_minor(v: Optional[str]) -> Optional[str]:
 
 
 def _cc_from_name(name: Optional[str], kb: Kb) -> Optional[str]:
-    if not name:
-        return None
-    for r in (kb.get("nvidia_gpus") or {}).get("compute_capability_by_name", []):
-        try:
-            if re.search(r["pattern"], name.upper()):
-                return str(r["compute_capability"])
-        except re.error:
-            continue
-    return None
+    row = nvidia_name_row((kb.get("nvidia_gpus") or {}).get("compute_capability_by_name", []), name)
+    return str(row["compute_capability"]) if row else None
 
 
 def _s(v: Any, pattern: Optional[str] = None) -> Optional[str]:

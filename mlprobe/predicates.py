@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .conditions import Ctx, Kb, Outcome, cc_tuple, fmt, lookup, resolve, test, version
+from .conditions import Ctx, Kb, Outcome, cc_tuple, fmt, lookup, resolve, test
+from .kb import newest_cuda, version
 
 
 def _toolkit_rows(kb: Kb) -> List[Dict[str, Any]]:
@@ -46,17 +47,7 @@ def cuda_ceiling(ctx: Ctx, kb: Kb) -> Optional[str]:
     stated = lookup(ctx, "nvidia.cuda_version")
     if stated:
         return str(stated)
-    driver = version(lookup(ctx, "nvidia.driver"))
-    if driver is None:
-        return None
-    column = _driver_column(ctx)
-    best: Optional[str] = None
-    for r in _toolkit_rows(kb):
-        t = version(_threshold(r, column))
-        if t is not None and driver >= t:
-            if best is None or version(r["cuda"]) > version(best):  # type: ignore[operator]
-                best = str(r["cuda"])
-    return best
+    return newest_cuda(_toolkit_rows(kb), lookup(ctx, "nvidia.driver"), _driver_column(ctx), infer_windows=True)
 
 
 @test("cuda_driver_runs")
@@ -71,7 +62,7 @@ def _cuda_driver_runs(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
     column = _driver_column(ctx)
     major = need_v.major if need_v is not None else None
     compat = next(
-        (r for r in (kb.get("cuda_drivers") or {}).get("minor_compat", []) if r.get("major") == major), None
+        (r for r in (kb.get("nvidia_gpus") or {}).get("cuda_minor_compat", []) if r.get("major") == major), None
     )
     minimum = _threshold(compat, column) if compat else None
     native = next((_threshold(r, column) for r in _toolkit_rows(kb) if str(r["cuda"]) == need), None)
@@ -336,7 +327,7 @@ def _xpu_supported(gpu: Dict[str, Any], kb: Kb) -> Optional[bool]:
     name = gpu.get("name") or ""
     if not name:
         return None
-    for r in (kb.get("intel_xpu") or {}).get("supported_names", []):
+    for r in (kb.get("intel_gpus") or {}).get("xpu_supported_names", []):
         if re.search(r["pattern"], name, re.I):
             return True
     return False

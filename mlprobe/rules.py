@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import predicates
-from .conditions import TESTS, Ctx, Kb, Outcome, evaluate, fmt, lookup, resolve, version
+from .conditions import TESTS, Ctx, Kb, Outcome, evaluate, fmt, lookup, resolve
+from .kb import version
 from .plan_facts import derive_facts, sanitise_report
 from .predicates import arch_coverage, cuda_ceiling, plaidml_opencl_id
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from mlprobe.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import Capture, ReplayHost
+from mlprobe.host import ReplayHost
 from mlprobe.probes import apple
 from mlprobe.probes.apple import parse_system_profiler_json, parse_system_profiler_text
 
+from . import hosts
 from .conftest import FIXTURES
 from .fuzz import mutated
 
@@ -26,28 +27,9 @@ M1 = "darwin-apple-m1-pro-system-profiler"
 M3_JSON = "synthetic-darwin-apple-m3-pro-system-profiler-json"
 
 
-class DictHost:
-    kind = "replay"
-
-    def __init__(self, files: Dict[str, Optional[str]]) -> None:
-        self.files = files
-
-    def get(self, name: str) -> Capture:
-        if name not in self.files:
-            return Capture(name, "absent")
-        data = self.files[name]
-        if data is None:
-            return Capture(name, "error", error="system_profiler exited with status 1")
-        return Capture(name, "ok", data=data.encode())
-
-    def env(self, name: str) -> Optional[str]:
-        return None
-
-    def env_overrides(self) -> Dict[str, str]:
-        return {}
-
-    def info(self) -> Dict[str, Any]:
-        return {"system": "Darwin"}
+class DictHost(hosts.DictHost):
+    system = "Darwin"
+    failure = ("error", "system_profiler exited with status 1")
 
 
 def _text(folder: str, name: str = "system_profiler-SPDisplaysDataType.txt") -> str:

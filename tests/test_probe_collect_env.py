@@ -14,6 +14,8 @@ from mlprobe.errors import ParseError
 from mlprobe.host import ReplayHost
 from mlprobe.probes import collect_env as ce
 
+from .fuzz import mutated
+
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 BUNDLES = sorted(p.parent.name for p in FIX.glob("*/collect_env.txt"))
 
@@ -159,30 +161,6 @@ def test_probe_defers_to_better_sources(tmp_path: Path) -> None:
     (tmp_path / "host.json").write_text('{"system": "Linux"}')
     out = ce.probe(ReplayHost(tmp_path))
     assert out.os is None and out.cpu is None and out.gpus and out.frameworks
-
-
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    lines = text.split("\n")
-    kind = draw(st.sampled_from(["truncate", "insert", "drop", "double", "ansi", "prompt", "crlf"]))
-    if kind == "truncate":
-        return text[: draw(st.integers(0, len(text)))]
-    if kind == "insert":
-        junk = draw(st.binary(min_size=1, max_size=24)).decode("utf-8", errors="replace")
-        pos = draw(st.integers(0, len(text)))
-        return text[:pos] + junk + text[pos:]
-    i = draw(st.integers(0, max(0, len(lines) - 1)))
-    if kind == "drop":
-        del lines[i]
-    elif kind == "double":
-        lines.insert(i, lines[i] if lines else "")
-    elif kind == "ansi":
-        lines[i] = "\x1b[1m" + lines[i] + "\x1b[0m"
-    elif kind == "prompt":
-        return "user@host:~$ python -m torch.utils.collect_env\n" + text
-    else:
-        return text.replace("\n", "\r\n")
-    return "\n".join(lines)
 
 
 TEXTS: List[str] = [read(f) for f in BUNDLES] + [MULTI]

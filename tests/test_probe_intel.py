@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from mlprobe.errors import ParseError
 from mlprobe.facts import OpenClDevice, OpenClPlatform
-from mlprobe.host import Capture, ReplayHost
+from mlprobe.host import ReplayHost
 from mlprobe.probes import intel
 from mlprobe.probes.intel import DrmCard, intel_gpu_info, parse_drm_drivers
 from mlprobe.probes.opencl import gpu_from_device
@@ -21,6 +21,7 @@ from mlprobe.scan import merge_gpus
 
 from .conftest import FIXTURES
 from .fuzz import mutated
+from .hosts import DictHost
 
 TABLE = Path(intel.__file__).resolve().parent.parent / "knowledge" / "intel_gpus.json"
 # The format mlprobe's own sysfs reader writes (host.py, _produce_drm): card, bus id, vendor, device, driver.
@@ -28,28 +29,6 @@ LAPTOP = ("card0 0000:00:02.0 0x8086 0x3e92 i915\n"
           "card1 0000:01:00.0 0x10de 0x1f95 nvidia\n")
 ARC_DESKTOP = ("card0 0000:00:02.0 0x8086 0x4680 i915\n"
                "card1 0000:03:00.0 0x8086 0x56a0 i915\n")
-
-
-class DictHost:
-    kind = "replay"
-
-    def __init__(self, files: Dict[str, Optional[str]]) -> None:
-        self.files = files
-
-    def get(self, name: str) -> Capture:
-        if name not in self.files:
-            return Capture(name, "absent")
-        data = self.files[name]
-        return Capture(name, "ok", data=data.encode()) if data is not None else Capture(name, "error", error="boom")
-
-    def env(self, name: str) -> Optional[str]:
-        return None
-
-    def env_overrides(self) -> Dict[str, str]:
-        return {}
-
-    def info(self) -> Dict[str, Any]:
-        return {"system": "Linux"}
 
 
 # -- the table -------------------------------------------------------------------------------------

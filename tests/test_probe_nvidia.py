@@ -16,6 +16,8 @@ from mlprobe.errors import ParseError
 from mlprobe.host import ReplayHost
 from mlprobe.probes import nvidia as nv
 
+from .fuzz import mutated
+
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
 
@@ -515,34 +517,6 @@ def test_probe_garbage_is_an_error(tmp_path: Path) -> None:
 
 
 # -- mutation fuzzing -----------------------------------------------------------------------------------
-
-PROMPT = "user@host:~$ nvidia-smi\n"
-
-
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    lines = text.split("\n")
-    kind = draw(st.sampled_from(["truncate", "insert", "drop", "double", "ansi", "prompt", "crlf"]))
-    if kind == "truncate":
-        return text[: draw(st.integers(0, len(text)))]
-    if kind == "insert":
-        junk = draw(st.binary(min_size=1, max_size=24)).decode("utf-8", errors="replace")
-        pos = draw(st.integers(0, len(text)))
-        return text[:pos] + junk + text[pos:]
-    if kind in ("drop", "double"):
-        i = draw(st.integers(0, max(0, len(lines) - 1)))
-        if kind == "drop":
-            del lines[i]
-        else:
-            lines.insert(i, lines[i] if lines else "")
-        return "\n".join(lines)
-    if kind == "ansi":
-        i = draw(st.integers(0, max(0, len(lines) - 1)))
-        lines[i] = "\x1b[1;32m" + lines[i] + "\x1b[0m"
-        return "\n".join(lines)
-    if kind == "prompt":
-        return PROMPT + text
-    return text.replace("\n", "\r\n")
 
 
 def _fuzz_cases() -> List[Tuple[str, Callable[[str], nv.SmiReport], str]]:

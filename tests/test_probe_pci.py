@@ -2,42 +2,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from mlprobe.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import Capture, ReplayHost
+from mlprobe.host import ReplayHost
 from mlprobe.probes import pci, rocm
 
 from .conftest import FIXTURES
 from .fuzz import mutated
+from .hosts import DictHost
 
 LSPCI = sorted(FIXTURES.glob("*/lspci.txt"))
 KNOWLEDGE = Path(pci.__file__).resolve().parent.parent / "knowledge"
-
-
-class DictHost:
-    kind = "replay"
-
-    def __init__(self, files: Dict[str, str]) -> None:
-        self.files = files
-
-    def get(self, name: str) -> Capture:
-        if name in self.files:
-            return Capture(name, "ok", data=self.files[name].encode())
-        return Capture(name, "absent")
-
-    def env(self, name: str) -> Optional[str]:
-        return None
-
-    def env_overrides(self) -> Dict[str, str]:
-        return {}
-
-    def info(self) -> Dict[str, Any]:
-        return {"system": "Linux"}
 
 
 # lspci -nn lines of the kinds a scan meets: an Intel iGPU beside an NVIDIA card (with its HDMI

@@ -9,38 +9,16 @@ from hypothesis import HealthCheck, given, settings
 
 from mlprobe.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import Capture, ReplayHost
+from mlprobe.host import ReplayHost
 from mlprobe.probes import rocm
 from mlprobe.scan import facts_to_report, scan
 
 from .conftest import FIXTURES
 from .fuzz import mutated
+from .hosts import DictHost
 
 ROCMINFO = sorted(FIXTURES.glob("*/rocminfo.txt"))
 KNOWLEDGE = Path(rocm.__file__).resolve().parent.parent / "knowledge"
-
-
-class DictHost:
-    """A bundle in memory: captures by name plus environment variables."""
-
-    kind = "replay"
-
-    def __init__(self, files: Dict[str, str], env: Optional[Dict[str, str]] = None) -> None:
-        self.files, self._env = files, env or {}
-
-    def get(self, name: str) -> Capture:
-        if name in self.files:
-            return Capture(name, "ok", data=self.files[name].encode())
-        return Capture(name, "absent")
-
-    def env(self, name: str) -> Optional[str]:
-        return self._env.get(name)
-
-    def env_overrides(self) -> Dict[str, str]:
-        return {}
-
-    def info(self) -> Dict[str, Any]:
-        return {"system": "Linux"}
 
 
 def _text(folder: str, name: str = "rocminfo.txt") -> str:

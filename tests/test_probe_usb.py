@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,10 +13,11 @@ from hypothesis import strategies as st
 from mlprobe.capture import decode
 from mlprobe.errors import ParseError
 from mlprobe.facts import UsbAccelerator
-from mlprobe.host import Capture, ReplayHost
+from mlprobe.host import ReplayHost
 from mlprobe.probes import usb
 from mlprobe.probes.usb import UsbDevice, accelerators, parse_lsusb
 
+from . import hosts
 from .conftest import FIXTURES
 from .fuzz import mutated
 
@@ -26,26 +26,8 @@ CAPTURES = sorted(FIXTURES.glob("*/usb-devices.txt"))
 TABLE = Path(usb.__file__).resolve().parent.parent / "knowledge" / "usb_accelerators.json"
 
 
-class DictHost:
-    kind = "replay"
-
-    def __init__(self, files: Dict[str, Optional[str]]) -> None:
-        self.files = files
-
-    def get(self, name: str) -> Capture:
-        if name not in self.files:
-            return Capture(name, "absent")
-        data = self.files[name]
-        return Capture(name, "ok", data=data.encode()) if data is not None else Capture(name, "timeout", error="slow")
-
-    def env(self, name: str) -> Optional[str]:
-        return None
-
-    def env_overrides(self) -> Dict[str, str]:
-        return {}
-
-    def info(self) -> Dict[str, Any]:
-        return {"system": "Linux"}
+class DictHost(hosts.DictHost):
+    failure = ("timeout", "slow")
 
 
 def _text(folder: str) -> str:

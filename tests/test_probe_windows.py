@@ -15,6 +15,8 @@ from mlprobe.errors import ParseError
 from mlprobe.host import ReplayHost
 from mlprobe.probes import windows as win
 
+from .fuzz import mutated
+
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 DXDIAG = sorted(p.parent.name for p in FIX.glob("windows-*/dxdiag.txt"))
 
@@ -302,31 +304,6 @@ def test_probe_absent(tmp_path: Path) -> None:
 
 
 # -- mutation fuzzing -------------------------------------------------------------------------------------
-
-
-@st.composite
-def mutated(draw: st.DrawFn, text: str) -> str:
-    lines = text.split("\n")
-    kind = draw(st.sampled_from(["truncate", "insert", "drop", "double", "ansi", "prompt", "crlf"]))
-    if kind == "truncate":
-        return text[: draw(st.integers(0, len(text)))]
-    if kind == "insert":
-        junk = draw(st.binary(min_size=1, max_size=24)).decode("utf-8", errors="replace")
-        pos = draw(st.integers(0, len(text)))
-        return text[:pos] + junk + text[pos:]
-    i = draw(st.integers(0, max(0, len(lines) - 1)))
-    if kind == "drop":
-        del lines[i]
-        return "\n".join(lines)
-    if kind == "double":
-        lines.insert(i, lines[i] if lines else "")
-        return "\n".join(lines)
-    if kind == "ansi":
-        lines[i] = "\x1b[33m" + lines[i] + "\x1b[0m"
-        return "\n".join(lines)
-    if kind == "prompt":
-        return "C:\\Users\\me> dxdiag /t dxdiag.txt\n" + text
-    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 CASES: List[Tuple[str, Callable[[str], List[win.Adapter]], str]] = [

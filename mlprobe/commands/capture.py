@@ -25,6 +25,13 @@ def run(args: argparse.Namespace) -> int:
             why="a bundle is one machine's captures; mixing two would replay as neither",
             next_step="pass a new folder name", ref="E102", exit_code=EXIT_USAGE,
         )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MlprobeError(
+            f"cannot create the folder {folder}", why=exc.strerror or str(exc),
+            next_step="pass a folder name in a place you can write to", ref="E103", exit_code=EXIT_USAGE,
+        ) from None
     caps = write_bundle(shared_live_host(), folder)
     written = sorted(n for n, c in caps.items() if c.status == "ok")
     failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))

@@ -8,7 +8,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from ..errors import EXIT_USAGE, MlprobeError
-from ..host import BundleError, Host, ReplayHost, shared_live_host
+from ..host import BundleError, Host, open_replay, shared_live_host
 
 
 def add_replay(p: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def make_host(args: argparse.Namespace) -> Host:
     replay = getattr(args, "replay", None)
     if replay:
         try:
-            return ReplayHost(replay)
+            return open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
                 f"cannot replay {replay}", why=str(exc),

@@ -106,7 +106,7 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.recipe_file:
         try:
             doc = json.loads(Path(args.recipe_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise MlprobeError(f"cannot read the recipe file {args.recipe_file}", why=str(exc),
                                next_step="pass a JSON file: one recommendation, or a plan from "
                                          "`mlprobe plan --json`",

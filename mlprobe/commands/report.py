@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import EXIT_USAGE, MlprobeError
 from .common import add_replay, host_source, make_host
 
 
@@ -41,10 +42,30 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(func=run)
 
 
+def _output_error(path: Path, why: str) -> MlprobeError:
+    return MlprobeError(
+        f"cannot write the report to {path}", why=why,
+        next_step="pass -o with a file in a folder that exists and that you can write to, "
+                  "or leave out -o to print the report",
+        ref="E801", exit_code=EXIT_USAGE,
+    )
+
+
+def _check_output(path: Path) -> None:
+    """Refuse a path that cannot be written before the scan, not after it."""
+    if path.is_dir():
+        raise _output_error(path, "it is a folder")
+    parent = path.parent
+    if not parent.is_dir():
+        raise _output_error(path, f"the folder {parent} does not exist")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..report.envelope import ReportOptions, build_report
     from ..report.markdown import render_markdown
 
+    if args.output:
+        _check_output(Path(args.output))
     fmt = args.format or (
         "markdown" if args.output and args.output.lower().endswith((".md", ".markdown")) else "json"
     )
@@ -63,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise _output_error(Path(args.output), exc.strerror or str(exc)) from None
         red = doc.get("redactions") or {}
         kinds = red.get("kinds") or {}
         what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"

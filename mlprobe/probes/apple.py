@@ -12,7 +12,6 @@ Apple Silicon prints no VRAM line at all (unified memory).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -21,8 +20,8 @@ from ..errors import ParseError
 from ..facts import Contribution, GpuFacts
 from ..host import Host
 from ..vendors import hex_id, vendor_from_pci, vendor_from_text
+from ._util import clean_text, first_parsed, load_json, nothing_read
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT])i?B\b", re.I)
 _UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
@@ -143,7 +142,7 @@ def parse_system_profiler_text(text: str) -> List[MacGpu]:
     The GPU's attributes are the lines indented like its "Chipset Model:" line; deeper lines (the
     monitors under "Displays:") are skipped; a shallower line (the next GPU's heading) ends the block.
     Empty output (a Mac VM without a GPU) is no GPU, not an error."""
-    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = clean_text(text)
     if not text.strip():
         return []
     if "chipset model" not in text.lower() and "graphics/displays" not in text.lower():
@@ -227,14 +226,7 @@ def _json_gpu(item: Dict[str, Any]) -> Optional[MacGpu]:
 
 def parse_system_profiler_json(text: str) -> List[MacGpu]:
     """`system_profiler -json SPDisplaysDataType` -> one MacGpu per GPU entry."""
-    text = _ANSI.sub("", text)
-    brace = text.find("{")
-    if brace > 0:
-        text = text[brace:]  # a shell prompt before the document
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError(f"system_profiler -json output is not JSON: {exc}") from None
+    doc = load_json(text, "system_profiler -json output", skip_to="{")
     if not isinstance(doc, dict) or not isinstance(doc.get("SPDisplaysDataType"), list):
         raise ParseError("system_profiler -json output has no SPDisplaysDataType list")
     out = []
@@ -258,24 +250,11 @@ def metal_runtime(gpus: List[MacGpu]) -> Optional[Dict[str, Any]]:
 
 def probe(host: Host) -> Contribution:
     out = Contribution()
-    gpus: Optional[List[MacGpu]] = None
     errors: List[str] = []
-    for name, parser in (("system_profiler-SPDisplaysDataType.json", parse_system_profiler_json),
-                         ("system_profiler-SPDisplaysDataType.txt", parse_system_profiler_text)):
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or f"{name}: {cap.status}")
-            continue
-        try:
-            gpus = parser(cap.text())
-            break
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
+    gpus = first_parsed(host, (("system_profiler-SPDisplaysDataType.json", parse_system_profiler_json),
+                               ("system_profiler-SPDisplaysDataType.txt", parse_system_profiler_text)), errors)
     if gpus is None:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "system_profiler not available (not macOS)"
-        return out
+        return nothing_read(out, errors, "system_profiler not available (not macOS)")
     out.gpus = [g.to_facts() for g in gpus]
     metal = metal_runtime(gpus)
     if metal is not None:

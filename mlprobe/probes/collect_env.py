@@ -21,10 +21,10 @@ from ..facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
 from ..host import Host
 from ..vendors import vendor_from_text
 from . import frameworks as fw
+from ._util import clean_text, single_capture
 from .cpu import X86_VENDORS, cpu_from_lscpu, parse_lscpu, x86_64_level
 
 SOURCE = "collect_env"
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _UNKNOWN = {"", "n/a", "na", "none", "could not collect", "no cuda", "unknown", "not available"}
 
 # Single-line "Key: value" entries collect_env prints (torch 1.x - 2.x).
@@ -83,7 +83,7 @@ def known(value: Optional[str]) -> Optional[str]:
 
 
 def parse_collect_env(text: str) -> CollectEnv:
-    text = _ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = clean_text(text)
     out = CollectEnv()
     section: Optional[str] = None  # a multi-line value being read
     for raw in text.split("\n"):
@@ -347,16 +347,8 @@ def _replace_source(cpu: CpuFacts) -> CpuFacts:
 
 def probe(host: Host) -> Contribution:
     out = Contribution()
-    cap = host.get("collect_env.txt")
-    if not cap.ok:
-        out.status = "error" if cap.status in ("error", "timeout") else "absent"
-        out.error = cap.error or "no collect_env.txt in this capture"
-        return out
-    try:
-        env = parse_collect_env(cap.text())
-    except ParseError as exc:
-        out.status = "error"
-        out.error = f"collect_env.txt: {exc}"
+    env = single_capture(host, "collect_env.txt", parse_collect_env, out, "no collect_env.txt in this capture")
+    if env is None:
         return out
     system = _system(env)
     out.gpus = gpus_from_env(env)

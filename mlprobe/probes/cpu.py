@@ -9,11 +9,12 @@ OSXSAVE-capable CPUs (it hides xsave when the OS has not enabled it).
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..errors import ParseError
 from ..facts import Contribution, CpuFacts
 from ..host import Host
+from ._util import key_values, nothing_read, parse_capture
 
 X86_LEVELS: Tuple[Tuple[int, Tuple[str, ...]], ...] = (
     (2, ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
@@ -208,11 +209,7 @@ def parse_proc_cpuinfo(text: str) -> CpuFacts:
 
 
 def parse_lscpu(text: str) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and key.strip() not in out:
-            out[key.strip()] = value.strip()
+    out = key_values(text)
     if "Architecture" not in out and "CPU(s)" not in out:
         raise ParseError("lscpu output has neither `Architecture:` nor `CPU(s):`")
     return out
@@ -313,25 +310,18 @@ def probe(host: Host) -> Contribution:
     errors: List[str] = []
     cpu: Optional[CpuFacts] = None
     system = info.get("system")
-    for name in ("proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt"):
+    sources: Tuple[Tuple[str, Callable[[str], CpuFacts]], ...] = (
+        ("proc-cpuinfo.txt", parse_proc_cpuinfo),
+        ("lscpu.txt", lambda text: cpu_from_lscpu(parse_lscpu(text))),
+        ("sysctl.txt", lambda text: cpu_from_sysctl(parse_sysctl(text))),
+    )
+    for name, parser in sources:
         if name == "sysctl.txt" and system not in (None, "Darwin"):
             continue
         if name != "sysctl.txt" and system not in (None, "Linux"):
             continue
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or f"{name}: {cap.status}")
-            continue
-        try:
-            if name == "proc-cpuinfo.txt":
-                got = parse_proc_cpuinfo(cap.text())
-            elif name == "lscpu.txt":
-                got = cpu_from_lscpu(parse_lscpu(cap.text()))
-            else:
-                got = cpu_from_sysctl(parse_sysctl(cap.text()))
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
+        got = parse_capture(host, name, parser, errors)
+        if got is None:
             continue
         cpu = got if cpu is None else _merge(cpu, got)
         if name == "proc-cpuinfo.txt" and cpu.model and cpu.arch:
@@ -348,9 +338,7 @@ def probe(host: Host) -> Contribution:
             machine, machine)
         cpu = replace(cpu, arch=arch, x86_64_level=x86_64_level(cpu.flags) if arch == "x86_64" and cpu.flags else None)
     if cpu is None:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no CPU source (/proc/cpuinfo, lscpu or sysctl) in this capture"
-        return out
+        return nothing_read(out, errors, "no CPU source (/proc/cpuinfo, lscpu or sysctl) in this capture")
     out.cpu = cpu
     if errors:
         out.warnings.extend(errors)

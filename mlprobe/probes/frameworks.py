@@ -4,7 +4,6 @@ mlprobe-frameworks.json or pip-list.txt (replay). Build flavour from the version
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -13,6 +12,7 @@ from typing import Any, Dict, List, Optional
 from ..errors import ParseError
 from ..facts import Contribution, FrameworkFacts
 from ..host import Host
+from ._util import first_parsed, load_json, nothing_read
 
 FRAMEWORKS = (
     "torch", "torchvision", "torchaudio", "tensorflow", "tensorflow-cpu", "tensorflow-gpu",
@@ -98,10 +98,7 @@ def live_inventory() -> List[Dict[str, Any]]:
 
 
 def parse_frameworks_json(text: str) -> List[Dict[str, Any]]:
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ParseError(f"mlprobe-frameworks.json is not JSON: {exc}") from None
+    doc = load_json(text, "mlprobe-frameworks.json")
     if not isinstance(doc, list):
         raise ParseError("mlprobe-frameworks.json is not a list")
     return [d for d in doc if isinstance(d, dict) and isinstance(d.get("name"), str)]
@@ -125,23 +122,12 @@ def parse_pip_list(text: str) -> List[Dict[str, Any]]:
 def probe(host: Host) -> Contribution:
     out = Contribution()
     system = host.info().get("system")
-    records: Optional[List[Dict[str, Any]]] = None
-    errors = []
-    for name, parser in (("mlprobe-frameworks.json", parse_frameworks_json), ("pip-list.txt", parse_pip_list)):
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or name)
-            continue
-        try:
-            records = parser(cap.text())
-            break
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
+    errors: List[str] = []
+    records = first_parsed(
+        host, (("mlprobe-frameworks.json", parse_frameworks_json), ("pip-list.txt", parse_pip_list)), errors
+    )
     if records is None:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no list of installed packages in this capture"
-        return out
+        return nothing_read(out, errors, "no list of installed packages in this capture")
     for r in records:
         name = normalise(r["name"])
         version = r.get("version")

@@ -10,18 +10,17 @@ PCI device id.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from functools import lru_cache
 from typing import Any, Dict, List, NamedTuple, Optional, Union
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts
 from ..host import Host
 from ..vendors import hex_id, normalise_bus_id
+from ._util import single_capture
 
-_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "intel_gpus.json")
 INTEL_VENDOR_ID = "0x8086"
 XPU_DRIVERS = ("i915", "xe")
 
@@ -36,9 +35,7 @@ class DrmCard(NamedTuple):
 
 @lru_cache(maxsize=1)
 def _table() -> Dict[str, Dict[str, Any]]:
-    with open(_TABLE, encoding="utf-8") as fh:
-        doc = json.load(fh)
-    return {row["pci_device_id"]: row for row in doc["rows"]}
+    return {row["pci_device_id"]: row for row in kb.rows("intel_gpus") if "pci_device_id" in row}
 
 
 def intel_gpu_info(pci_device_id: Union[str, int, None]) -> Optional[Dict[str, Any]]:
@@ -106,15 +103,9 @@ def gpu_from_card(card: DrmCard) -> GpuFacts:
 
 def probe(host: Host) -> Contribution:
     out = Contribution()
-    cap = host.get("drm-drivers.txt")
-    if not cap.ok:
-        out.status = "error" if cap.status in ("error", "timeout") else "absent"
-        out.error = cap.error or "no DRM cards (not Linux, or no GPU driver loaded)"
-        return out
-    try:
-        cards = parse_drm_drivers(cap.text())
-    except ParseError as exc:
-        out.status, out.error = "error", str(exc)
+    cards = single_capture(host, "drm-drivers.txt", parse_drm_drivers, out,
+                           "no DRM cards (not Linux, or no GPU driver loaded)")
+    if cards is None:
         return out
     intel = [c for c in cards if c.vendor_id == INTEL_VENDOR_ID]
     if not intel:

@@ -14,25 +14,23 @@ lives in mlprobe/knowledge/nvidia_gpus.json with a source on every row.
 from __future__ import annotations
 
 import csv
-import json
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
-from typing import Any, Dict, List, Optional, Pattern, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts
 from ..host import Host
 from ..vendors import normalise_bus_id
+from ._util import clean_text, nothing_read, parse_capture
 
 SOURCE = "nvidia"
 MIB = 1024 * 1024
 # nvidia-smi -q -x of an 8-GPU node is ~400 KiB; anything this large is not nvidia-smi output.
 MAX_XML_CHARS = 16 * 1024 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _BUS = re.compile(r"[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
 _NOT_VALUES = {
     "",
@@ -85,12 +83,6 @@ class SmiReport:
 
 
 # -- small helpers ---------------------------------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    """CRLF/CR -> LF, tabs -> spaces, ANSI colour codes removed."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _ANSI.sub("", text)
 
 
 def _value(raw: Optional[str]) -> Optional[str]:
@@ -250,7 +242,7 @@ def _xtext(elem: Optional[ET.Element], path: str) -> Optional[str]:
 
 def parse_smi_xml(text: str) -> SmiReport:
     """`nvidia-smi -q -x` (DTD v10-v13 and later: only element names are read, never the DTD)."""
-    text = _clean(text[:MAX_XML_CHARS])
+    text = clean_text(text[:MAX_XML_CHARS])
     start = text.find("<nvidia_smi_log")
     if start < 0:
         raise ParseError("no <nvidia_smi_log> element: not nvidia-smi -q -x output")
@@ -316,7 +308,7 @@ _Q_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0
 
 def parse_smi_q(text: str) -> SmiReport:
     """`nvidia-smi -q`: `Key : value` lines nested by 4-space indentation under `GPU <bus id>`."""
-    text = _clean(text).expandtabs(8)
+    text = clean_text(text).expandtabs(8)
     if "NVSMI LOG" not in text and not re.search(r"^GPU [0-9A-Fa-f]+:", text, re.M):
         raise ParseError("no '==NVSMI LOG==' header and no 'GPU <bus id>' section: not nvidia-smi -q output")
     rep = SmiReport()
@@ -388,7 +380,7 @@ QUERY_COLUMNS = ("name", "driver_version", "compute_cap", "memory.total", "pci.b
 def parse_smi_query_csv(text: str) -> SmiReport:
     """CSV from `nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`; the header
     (when present) says which fields were asked for, in which order."""
-    text = _clean(text)
+    text = clean_text(text)
     rows = [[c.strip() for c in row] for row in csv.reader(line for line in text.split("\n") if line.strip())]
     columns: Optional[List[str]] = None
     body: List[List[str]] = []
@@ -461,7 +453,7 @@ _FAILURES = (
 
 def parse_smi_table(text: str) -> SmiReport:
     """The plain `nvidia-smi` table (2015-2026 layouts, Linux and Windows)."""
-    text = _clean(text)
+    text = clean_text(text)
     low = text.lower()
     rep = SmiReport()
     for msg in _FAILURES:
@@ -538,7 +530,7 @@ _NVRM = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(
 def parse_proc_driver_version(text: str) -> str:
     """ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ..." (proprietary) or
     "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build ..." (open)."""
-    m = _NVRM.search(_clean(text))
+    m = _NVRM.search(clean_text(text))
     if not m:
         raise ParseError("no 'NVRM version: ... Kernel Module <version>' line")
     return m.group(1)
@@ -546,33 +538,15 @@ def parse_proc_driver_version(text: str) -> str:
 
 # -- knowledge --------------------------------------------------------------------------------
 
-_KNOWLEDGE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "nvidia_gpus.json"
-)
 
-
-@lru_cache(maxsize=1)
 def knowledge() -> Dict[str, Any]:
-    with open(_KNOWLEDGE, encoding="utf-8") as fh:
-        doc = json.load(fh)
-    assert isinstance(doc, dict)
-    return doc
-
-
-@lru_cache(maxsize=1)
-def _name_rows() -> List[Tuple[Pattern[str], Dict[str, Any]]]:
-    return [(re.compile(row["pattern"], re.I), row) for row in knowledge()["compute_capability_by_name"]]
+    """mlprobe/knowledge/nvidia_gpus.json (the one home of NVIDIA and driver -> CUDA knowledge)."""
+    return kb.table("nvidia_gpus")
 
 
 def lookup_name(name: Optional[str]) -> Optional[Dict[str, Any]]:
     """The first row of the name table matching an NVIDIA product name."""
-    if not name:
-        return None
-    clean = " ".join(name.replace("_", " ").split())
-    for pattern, row in _name_rows():
-        if pattern.search(clean):
-            return row
-    return None
+    return kb.nvidia_name_row(kb.rows("nvidia_gpus", "compute_capability_by_name"), name)
 
 
 def compute_capability_for(name: Optional[str]) -> Optional[str]:
@@ -593,38 +567,18 @@ def integrated_for(name: Optional[str]) -> Optional[bool]:
 def architecture_for(cc: Optional[str]) -> Optional[str]:
     if not cc:
         return None
-    for row in knowledge()["architecture_by_compute_capability"]:
-        if row["compute_capability"] == cc:
+    for row in kb.rows("nvidia_gpus", "architecture_by_compute_capability"):
+        if row.get("compute_capability") == cc:
             return str(row["architecture"])
     return None
-
-
-def _vtuple(version: Optional[str]) -> Optional[Tuple[int, ...]]:
-    if not version:
-        return None
-    m = re.match(r"^\s*(\d+(?:\.\d+)*)", version)
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
 
 
 def cuda_for_driver(driver: Optional[str], system: Optional[str] = None) -> Optional[str]:
     """The CUDA version a driver supports (what nvidia-smi's "CUDA Version" says): the newest
     toolkit whose bundled driver is not newer than `driver`. None below the table, and None where
     the answer is unknowable (a Windows driver newer than the last toolkit that published one)."""
-    have = _vtuple(driver)
-    if have is None:
-        return None
     column = "windows" if system == "Windows" else "linux"
-    rows = knowledge()["cuda_toolkit_min_driver"]
-    best: Optional[str] = None
-    for i, row in enumerate(rows):
-        need = _vtuple(row.get(column))
-        if need is None:
-            if best is not None and best == str(rows[i - 1]["cuda"]):
-                return None
-            continue
-        if have >= need:
-            best = str(row["cuda"])
-    return best
+    return kb.newest_cuda(kb.rows("nvidia_gpus", "cuda_toolkit_min_driver"), driver, column)
 
 
 # -- the probe --------------------------------------------------------------------------------
@@ -731,16 +685,11 @@ def probe(host: Host) -> Contribution:
             reports.append((name, parser(cap.text())))
         except ParseError as exc:
             errors.append(f"{name}: {exc}")
-    kernel_driver: Optional[str] = None
-    cap = host.get("proc-driver-nvidia-version.txt")
-    if cap.ok:
-        try:
-            kernel_driver = parse_proc_driver_version(cap.text())
-        except ParseError as exc:
-            errors.append(f"proc-driver-nvidia-version.txt: {exc}")
+    kernel_driver = parse_capture(host, "proc-driver-nvidia-version.txt", parse_proc_driver_version, errors)
     if not reports and kernel_driver is None:
-        out.status = "timeout" if timed_out else ("error" if errors else "absent")
-        out.error = "; ".join(errors) or "no nvidia-smi output and no /proc/driver/nvidia/version"
+        nothing_read(out, errors, "no nvidia-smi output and no /proc/driver/nvidia/version")
+        if timed_out:
+            out.status = "timeout"
         return out
     driver = next((r.driver_version for _, r in reports if r.driver_version), None) or kernel_driver
     gpus = _combine(reports)

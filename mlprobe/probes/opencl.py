@@ -7,14 +7,14 @@ import json
 import os
 import re
 import subprocess
-import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..capture import CaptureSpec
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
 from ..host import Capture, Host
 from ..vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
+from ._util import ANSI, first_parsed, load_json, nothing_read
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.py")
 
@@ -22,20 +22,15 @@ CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.p
 def live_capture(host: Any, s: CaptureSpec) -> Capture:
     """Enumerate through pyopencl in a child process, so a hanging driver costs one probe."""
     from .. import _early
-    from ..host import _kill_tree
+    from ..host import communicate_or_kill
 
     proc0 = _early.take()
     try:
         if proc0 is None:
             proc0 = _early.spawn()
         try:
-            stdout, stderr = proc0.communicate(timeout=s.timeout)
+            stdout, stderr = communicate_or_kill(proc0, s.timeout)
         except subprocess.TimeoutExpired:
-            _kill_tree(proc0)
-            try:
-                proc0.communicate(timeout=2)
-            except (subprocess.TimeoutExpired, ValueError, OSError):
-                pass
             return Capture(s.name, "timeout", error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
     except OSError as exc:
         return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
@@ -51,9 +46,6 @@ def live_capture(host: Any, s: CaptureSpec) -> Capture:
     if doc.get("absent"):
         return Capture(s.name, "absent", error=doc.get("error"))
     return Capture(s.name, "ok", data=proc.stdout)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 def _to_int(v: Any) -> Optional[int]:
@@ -124,10 +116,7 @@ def _norm_type(t: Any) -> Optional[str]:
 
 
 def parse_mlprobe_json(text: str) -> List[OpenClPlatform]:
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError(f"mlprobe-opencl.json is not JSON: {exc}") from None
+    doc = load_json(text, "mlprobe-opencl.json")
     if not isinstance(doc, dict) or not isinstance(doc.get("platforms"), list):
         raise ParseError("mlprobe-opencl.json has no `platforms` list")
     out = []
@@ -209,7 +198,7 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
     """`clinfo` full output -> platforms with devices (modern clinfo, AMD APP SDK clinfo, Beignet, NEO,
     PoCL, libmali...). Lines it does not know are skipped; the NULL-platform and ICD-loader sections
     at the end are not read."""
-    text = _ANSI.sub("", text)
+    text = ANSI.sub("", text)
     if "platform" not in text.lower():
         raise ParseError("clinfo output names no platform")
     old = _old_style(text)
@@ -323,14 +312,7 @@ def parse_clinfo_json(text: str) -> List[OpenClPlatform]:
 
     clinfo 3.0.23 writes duplicate keys ("OpenC C" four times) and odd ones (" raw "); Python's json
     keeps the last duplicate, which is harmless for the keys read here."""
-    text = _ANSI.sub("", text)
-    brace = text.find("{")
-    if brace > 0:
-        text = text[brace:]  # a shell prompt or a warning line before the document
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError(f"clinfo --json output is not JSON: {exc}") from None
+    doc = load_json(text, "clinfo --json output", skip_to="{")
     if not isinstance(doc, dict) or not isinstance(doc.get("platforms"), list):
         raise ParseError("clinfo --json output has no `platforms` list")
     raw_per_plat = doc.get("devices")
@@ -409,31 +391,19 @@ def _nv_driver(dev: OpenClDevice) -> Optional[str]:
 
 def probe(host: Host) -> Contribution:
     out = Contribution()
-    platforms: Optional[List[OpenClPlatform]] = None
     errors: List[str] = []
-    for name, parser in (
+    candidates: List[Tuple[str, Callable[[str], List[OpenClPlatform]]]] = [
         ("mlprobe-opencl.json", parse_mlprobe_json),
         ("clinfo.json", parse_clinfo_json),
         ("clinfo.txt", parse_clinfo),
-    ):
-        if host.kind == "live" and name != "mlprobe-opencl.json":
-            break  # live: pyopencl only (clinfo would just repeat it, at a subprocess's cost)
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or f"{name}: {cap.status}")
-                if cap.status == "timeout":
-                    out.status = "timeout"
-            continue
-        try:
-            platforms = parser(cap.text())
-            break
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
+    ]
+    if host.kind == "live":
+        candidates = candidates[:1]  # live: pyopencl only (clinfo would just repeat it, at a subprocess's cost)
+    platforms = first_parsed(host, candidates, errors)
     if platforms is None:
-        if out.status != "timeout":
-            out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no OpenCL (pyopencl not installed or no platform)"
+        nothing_read(out, errors, "no OpenCL (pyopencl not installed or no platform)")
+        if any(host.get(name).status == "timeout" for name, _ in candidates):
+            out.status = "timeout"
         return out
     out.runtimes["opencl"] = {"platforms": [p.to_dict() for p in platforms]}
     for p in platforms:

@@ -7,6 +7,7 @@ from typing import Dict, Optional
 
 from ..facts import Contribution, OsFacts
 from ..host import Host
+from ._util import key_values
 
 
 def parse_os_release(text: str) -> Dict[str, str]:
@@ -22,12 +23,7 @@ def parse_os_release(text: str) -> Dict[str, str]:
 
 
 def parse_sw_vers(text: str) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
+    return key_values(text)
 
 
 def _windows_build(version: Optional[str]) -> Optional[int]:

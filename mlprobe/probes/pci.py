@@ -17,17 +17,17 @@ integrated GPU sits at 00:02.0. AMD: gfx target and APU-ness from amd_gfx.json.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts
 from ..host import Host
 from ..vendors import normalise_bus_id, vendor_from_pci, vendor_from_text
+from ._util import nothing_read, parse_capture
 from .rocm import amd_device, architecture_of, clean_lines
 
 ACCELERATOR_CLASSES = {
@@ -162,26 +162,15 @@ def parse_drm_drivers(text: str) -> List[DrmCard]:
 # -- knowledge ---------------------------------------------------------------------------------
 
 
-def _load(name: str) -> Dict[str, Any]:
-    path = Path(__file__).resolve().parent.parent / "knowledge" / name
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-@lru_cache(maxsize=1)
 def _knowledge() -> Dict[str, Any]:
-    return _load("pci_display.json")
+    return kb.table("pci_display")
 
 
 @lru_cache(maxsize=1)
 def _intel_discrete_flags() -> Dict[str, bool]:
     """intel_gpus.json (the Intel probe's table, from Mesa's has_local_mem): device id -> discrete."""
-    rows = _load("intel_gpus.json").get("rows", [])
-    return {r["pci_device_id"].lower(): r["discrete"] for r in rows if isinstance(r, dict)
-            and isinstance(r.get("pci_device_id"), str) and isinstance(r.get("discrete"), bool)}
+    return {r["pci_device_id"].lower(): r["discrete"] for r in kb.rows("intel_gpus")
+            if isinstance(r.get("pci_device_id"), str) and isinstance(r.get("discrete"), bool)}
 
 
 def virtual_display(vendor_id: Optional[str], device_id: Optional[str]) -> Optional[str]:
@@ -296,28 +285,11 @@ def gpus_from(devices: List[PciDevice], cards: List[DrmCard]) -> List[GpuFacts]:
 def probe(host: Host) -> Contribution:
     out = Contribution()
     errors: List[str] = []
-    devices: List[PciDevice] = []
-    cards: List[DrmCard] = []
-    read_any = False
-    for name in ("lspci.txt", "drm-drivers.txt"):
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or f"{name}: {cap.status}")
-            continue
-        try:
-            if name == "lspci.txt":
-                devices = parse_lspci(cap.text())
-            else:
-                cards = parse_drm_drivers(cap.text())
-            read_any = True
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
-    if not read_any:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no lspci and no DRM cards in sysfs"
-        return out
-    out.gpus = gpus_from(devices, cards)
+    devices = parse_capture(host, "lspci.txt", parse_lspci, errors)
+    cards = parse_capture(host, "drm-drivers.txt", parse_drm_drivers, errors)
+    if devices is None and cards is None:
+        return nothing_read(out, errors, "no lspci and no DRM cards in sysfs")
+    out.gpus = gpus_from(devices or [], cards or [])
     out.warnings.extend(errors)
     return out
 

@@ -16,25 +16,23 @@ carved out of (or shared with) system memory.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, GpuFacts
 from ..host import Host
+from ._util import ANSI, nothing_read, parse_capture
 
-_KNOWLEDGE = Path(__file__).resolve().parent.parent / "knowledge"
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
 
 
 def clean_lines(text: str) -> List[str]:
     """Lines without ANSI colour codes or carriage returns (terminal pastes carry both)."""
-    return [_ANSI.sub("", line).replace("\r", "") for line in text.split("\n")]
+    return [ANSI.sub("", line).replace("\r", "") for line in text.split("\n")]
 
 
 # -- gfx targets -------------------------------------------------------------------------------
@@ -85,33 +83,24 @@ def _isa_target(isa: str) -> Optional[str]:
 # -- knowledge tables --------------------------------------------------------------------------
 
 
-def _load(name: str) -> Dict[str, Any]:
-    try:
-        doc = json.loads((_KNOWLEDGE / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # a missing or half-written table costs the lookups, not the scan
-    return doc if isinstance(doc, dict) else {}
-
-
 @lru_cache(maxsize=1)
 def _gfx_rows() -> Dict[str, Dict[str, Any]]:
-    rows = _load("amd_gfx.json").get("rows", [])
     out: Dict[str, Dict[str, Any]] = {}
-    for r in rows if isinstance(rows, list) else []:
-        if isinstance(r, dict) and isinstance(r.get("pci_device_id"), str):
+    for r in kb.rows("amd_gfx"):
+        if isinstance(r.get("pci_device_id"), str):
             out.setdefault(r["pci_device_id"].lower(), r)
     return out
 
 
 @lru_cache(maxsize=1)
 def _arch_rows() -> Dict[str, str]:
-    rows = _load("amd_arch.json").get("rows", [])
-    return {r["gfx_target"]: r["architecture"] for r in rows if isinstance(r, dict)
-            and isinstance(r.get("gfx_target"), str) and isinstance(r.get("architecture"), str)}
+    return {r["gfx_target"]: r["architecture"] for r in kb.rows("amd_arch")
+            if isinstance(r.get("gfx_target"), str) and isinstance(r.get("architecture"), str)}
 
 
 def amd_device(device_id: Optional[str], revision: Optional[str] = None) -> Tuple[Optional[str], Optional[bool]]:
-    """PCI device id ('0x73df') [+ PCI revision ('0xc1')] -> (native gfx target, integrated) from amd_gfx.json."""
+    """PCI device id ('0x73df') [+ PCI revision ('0xc1', 'c1')] -> (native gfx target, integrated) from
+    amd_gfx.json; the rocm, pci and windows probes all ask this."""
     if not device_id:
         return None, None
     row = _gfx_rows().get(device_id.lower())
@@ -120,7 +109,7 @@ def amd_device(device_id: Optional[str], revision: Optional[str] = None) -> Tupl
     gfx = row.get("gfx_target")
     exceptions = row.get("revision_exceptions")
     if revision and isinstance(exceptions, dict):
-        gfx = exceptions.get(revision.lower(), gfx)
+        gfx = exceptions.get("0x" + revision.lower().replace("0x", "").zfill(2), gfx)
     integrated = row.get("integrated", row.get("apu"))
     return (gfx if isinstance(gfx, str) else None), (integrated if isinstance(integrated, bool) else None)
 
@@ -650,46 +639,12 @@ def _fill_from_smi(gpus: List[GpuFacts], cards: List[SmiCard]) -> List[GpuFacts]
 def probe(host: Host) -> Contribution:
     out = Contribution()
     errors: List[str] = []
-    info: Optional[RocmInfo] = None
-    kfd: List[KfdNode] = []
-    cards: List[SmiCard] = []
-    version: Optional[str] = None
-    seen_any = False
-
-    def read(name: str) -> Optional[str]:
-        nonlocal seen_any
-        cap = host.get(name)
-        if cap.ok:
-            seen_any = True
-            return cap.text()
-        if cap.status in ("error", "timeout"):
-            errors.append(cap.error or f"{name}: {cap.status}")
-        return None
-
-    text = read("rocminfo.txt")
-    if text is not None:
-        try:
-            info = parse_rocminfo(text)
-        except ParseError as exc:
-            errors.append(f"rocminfo.txt: {exc}")
-    text = read("kfd-topology.txt")
-    if text is not None:
-        try:
-            kfd = parse_kfd_topology(text)
-        except ParseError as exc:
-            out.warnings.append(f"kfd-topology.txt: {exc}")
-    text = read("rocm-smi.txt")
-    if text is not None:
-        try:
-            cards = parse_rocm_smi(text)
-        except ParseError as exc:
-            out.warnings.append(f"rocm-smi.txt: {exc}")
-    text = read("rocm-version.txt")
-    if text is not None:
-        try:
-            version = parse_rocm_version(text)
-        except ParseError as exc:
-            out.warnings.append(f"rocm-version.txt: {exc}")
+    # rocminfo is the source; the others only fill in, so their parse failures are warnings.
+    info = parse_capture(host, "rocminfo.txt", parse_rocminfo, errors)
+    kfd = parse_capture(host, "kfd-topology.txt", parse_kfd_topology, errors, out.warnings) or []
+    cards = parse_capture(host, "rocm-smi.txt", parse_rocm_smi, errors, out.warnings) or []
+    version = parse_capture(host, "rocm-version.txt", parse_rocm_version, errors, out.warnings)
+    seen_any = any(host.get(n).ok for n in ("rocminfo.txt", "kfd-topology.txt", "rocm-smi.txt", "rocm-version.txt"))
 
     env = host.env("HSA_OVERRIDE_GFX_VERSION")
     env_gfx = gfx_from_version(env) if env else None
@@ -705,9 +660,7 @@ def probe(host: Host) -> Contribution:
     out.gpus = gpus
 
     if not seen_any:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no ROCm (no rocminfo, no KFD topology, no rocm-smi, no /opt/rocm)"
-        return out
+        return nothing_read(out, errors, "no ROCm (no rocminfo, no KFD topology, no rocm-smi, no /opt/rocm)")
     if info is None and not kfd and not cards and version is None:
         out.status = "error"
         out.error = "; ".join(errors + out.warnings)

@@ -8,19 +8,16 @@ These are accelerators, not GPUs: they go to `usb_accelerators`, never to `gpus`
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from functools import lru_cache
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, UsbAccelerator
 from ..host import Host
+from ._util import ANSI, single_capture
 
-_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge",
-                      "usb_accelerators.json")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _LINE = re.compile(r"Bus\s+(\d{1,3})\s+Device\s+(\d{1,3}):\s+ID\s+([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\b[ \t]*([^\n]*)")
 
 
@@ -34,9 +31,8 @@ class UsbDevice(NamedTuple):
 
 @lru_cache(maxsize=1)
 def _table() -> Dict[Tuple[str, str], Dict[str, Any]]:
-    with open(_TABLE, encoding="utf-8") as fh:
-        doc = json.load(fh)
-    return {(r["vendor_id"], r["product_id"]): r for r in doc["rows"]}
+    return {(r["vendor_id"], r["product_id"]): r for r in kb.rows("usb_accelerators")
+            if "vendor_id" in r and "product_id" in r}
 
 
 def parse_lsusb(text: str) -> List[UsbDevice]:
@@ -44,7 +40,7 @@ def parse_lsusb(text: str) -> List[UsbDevice]:
 
     The same bus/device pair twice is one device. Empty output is no device; non-empty output with
     no such line at all is not lsusb output (ParseError)."""
-    text = _ANSI.sub("", text)
+    text = ANSI.sub("", text)
     out: List[UsbDevice] = []
     seen = set()
     for m in _LINE.finditer(text):
@@ -73,15 +69,8 @@ def accelerators(devices: List[UsbDevice]) -> List[UsbAccelerator]:
 
 def probe(host: Host) -> Contribution:
     out = Contribution()
-    cap = host.get("usb-devices.txt")
-    if not cap.ok:
-        out.status = "error" if cap.status in ("error", "timeout") else "absent"
-        out.error = cap.error or "lsusb not available"
-        return out
-    try:
-        devices = parse_lsusb(cap.text())
-    except ParseError as exc:
-        out.status, out.error = "error", str(exc)
+    devices = single_capture(host, "usb-devices.txt", parse_lsusb, out, "lsusb not available")
+    if devices is None:
         return out
     out.usb_accelerators = accelerators(devices)
     return out

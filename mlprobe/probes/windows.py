@@ -10,7 +10,8 @@ is the number of distinct PCI instances dxdiag's System Devices section lists fo
 
 DirectML (`apis` "directml") - the rule, an inference from Microsoft's requirements ("DirectX 12
 capable hardware", Windows 10 1709 = build 16299 or later, per the tensorflow-directml-plugin and
-torch-directml READMEs quoted in compat-facts.md §5):
+torch-directml READMEs quoted in compat-facts.md §5; the build comes from knowledge/directml.json,
+the lowest `windows_min_build` of its packages):
 - with dxdiag: the adapter's `DDI Version` is 12 or higher (or its `Feature Levels` list a 12_x
   level), and the Windows build is >= 16299 (or unknown while dxdiag says "DirectX 12");
 - with Win32_VideoController only: a PCI GPU from NVIDIA, AMD, Intel or Qualcomm with its vendor's
@@ -27,20 +28,20 @@ fourth fields (31.0.15.5222 -> 552.22, 25.21.14.1701 -> 417.01); the Windows for
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from .. import kb
 from ..errors import ParseError
 from ..facts import Contribution, CpuFacts, GpuFacts, OsFacts
 from ..host import Host
 from ..vendors import hex_id, vendor_from_pci, vendor_from_text
+from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capture
+from .rocm import amd_device
 
 SOURCE = "windows"
 MIB = 1024 * 1024
-DIRECTML_MIN_BUILD = 16299  # Windows 10 1709
 WINDOWS_11_BUILD = 22000
 # Win32_VideoController.AdapterRAM is a uint32; Windows reports 0xFFF00000 (4 GiB - 1 MiB) for
 # anything larger (oshi/oshi#2521: an RTX 4090 reads 4293918720; Jinjinov/Hardware.Info#40).
@@ -56,7 +57,6 @@ _PCI_ID = re.compile(
     r"PCI\\VEN_([0-9A-Fa-f]{4})&DEV_([0-9A-Fa-f]{4})(?:&SUBSYS_([0-9A-Fa-f]{8}))?"
     r"(?:&REV_([0-9A-Fa-f]{2}))?(\\[^\s,]*)?"
 )
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 @dataclass
@@ -89,11 +89,6 @@ class DxDiag:
     adapters: List[Adapter] = field(default_factory=list)
     # "10de:2204" -> {"SUBSYS_...&REV_..\\instance": [driver file names]}
     system_devices: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-
-
-def _clean(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _ANSI.sub("", text)
 
 
 def _na(value: Optional[str]) -> Optional[str]:
@@ -181,7 +176,7 @@ def _identity_key(ven: str, dev: str) -> str:
 
 def parse_dxdiag(text: str) -> DxDiag:
     """`dxdiag /t`: System Information, Display Devices (one entry per output), System Devices."""
-    text = _clean(text)
+    text = clean_text(text)
     secs = _sections(text)
     if "System Information" not in secs and "Display Devices" not in secs:
         raise ParseError("no 'System Information' or 'Display Devices' section: not dxdiag /t output")
@@ -355,16 +350,16 @@ def _records_from_json(doc: Any) -> List[Dict[str, Any]]:
 
 def parse_win32_json(text: str) -> List[Adapter]:
     """PowerShell `Get-CimInstance Win32_VideoController | ConvertTo-Json`: one object or a list."""
-    text = _clean(text).lstrip("\ufeff")
+    text = clean_text(text).lstrip("\ufeff")
     start = min([i for i in (text.find("["), text.find("{")) if i >= 0], default=-1)
     if start < 0:
         raise ParseError("no JSON object in the Win32_VideoController capture")
     try:
         doc = json.loads(text[start:])
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             doc, _end = json.JSONDecoder().raw_decode(text[start:])
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ParseError(f"Win32_VideoController JSON does not parse: {exc}") from None
     records = _records_from_json(doc)
     if not any(("PNPDeviceID" in r or "Name" in r) for r in records):
@@ -403,7 +398,7 @@ def parse_win32_list(text: str) -> List[Adapter]:
     """`wmic path win32_VideoController get /format:list` (Key=Value) or PowerShell's list view
     (Key : Value). A record ends where a property name repeats (wmic's CR CR LF line ends make
     blank lines useless as separators)."""
-    text = _clean(text)
+    text = clean_text(text)
     records: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {}
     for line in text.split("\n"):
@@ -452,32 +447,11 @@ def _adapter_from_wmi(r: Dict[str, Any]) -> Adapter:
 # -- adapters -> facts -------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _amd_rows() -> Dict[str, Dict[str, Any]]:
-    """mlprobe/knowledge/amd_gfx.json (PCI device id -> gfx target); empty if it is not there."""
-    path = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "amd_gfx.json"
-    )
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
-        return {}
-    rows = doc.get("rows") if isinstance(doc, dict) else None
-    return {str(r.get("pci_device_id", "")).lower(): r for r in rows or [] if isinstance(r, dict)}
-
-
-def amd_gfx(device_id: Optional[str], revision: Optional[str]) -> Tuple[Optional[str], Optional[bool]]:
-    row = _amd_rows().get((device_id or "").lower())
-    if not row:
-        return None, None
-    gfx = row.get("gfx_target")
-    exceptions = row.get("revision_exceptions")
-    if isinstance(exceptions, dict) and revision:
-        rev = "0x" + revision.lower().replace("0x", "").zfill(2)
-        gfx = exceptions.get(rev, gfx)
-    integrated = row.get("integrated")
-    return (str(gfx) if gfx else None), (bool(integrated) if integrated is not None else None)
+def directml_min_build() -> Optional[int]:
+    """The oldest Windows build any DirectML package supports (directml.json: 16299, Windows 10 1709)."""
+    builds = [r["windows_min_build"] for r in kb.rows("directml", "packages")
+              if isinstance(r.get("windows_min_build"), int)]
+    return min(builds) if builds else None
 
 
 def _vendor(a: Adapter) -> str:
@@ -531,7 +505,7 @@ def _d3d12(a: Adapter) -> bool:
 
 def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag: bool) -> GpuFacts:
     vendor = _vendor(a)
-    gfx, amd_int = amd_gfx(a.pci_device_id, a.revision) if vendor == "amd" else (None, None)
+    gfx, amd_int = amd_device(a.pci_device_id, a.revision) if vendor == "amd" else (None, None)
     integrated = _integrated(a, vendor, amd_int)
     notes: List[str] = []
     memory: Optional[int] = None
@@ -549,7 +523,8 @@ def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag:
         elif not integrated:
             memory = a.adapter_ram
     apis: List[str] = []
-    build_ok = build >= DIRECTML_MIN_BUILD if build is not None else None
+    minimum = directml_min_build()
+    build_ok = build >= minimum if build is not None and minimum is not None else None
     if a.vendor_driver:
         if from_dxdiag:
             if _d3d12(a) and (build_ok or (build_ok is None and directx12)):
@@ -588,10 +563,7 @@ def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag:
 
 def parse_wsl_dxg(text: str) -> Dict[str, Any]:
     """mlprobe's wsl-dxg.json: {"dev_dxg": bool, "wsl_lib": [file names in /usr/lib/wsl/lib]}."""
-    try:
-        doc = json.loads(_clean(text))
-    except ValueError as exc:
-        raise ParseError(f"wsl-dxg.json is not JSON: {exc}") from None
+    doc = load_json(text, "wsl-dxg.json")
     if not isinstance(doc, dict) or "dev_dxg" not in doc:
         raise ParseError("wsl-dxg.json has no dev_dxg")
     libs = doc.get("wsl_lib")
@@ -622,49 +594,23 @@ def probe(host: Host) -> Contribution:
     out = Contribution()
     live = host.kind == "live"
     errors: List[str] = []
-    adapters: Optional[List[Adapter]] = None
     from_dxdiag = False
     dx: Optional[DxDiag] = None
-    for name, parser in (
-        ("Win32_VideoController.json", parse_win32_json),
-        ("Win32_VideoController.txt", parse_win32_list),
-    ):
-        cap = host.get(name)
-        if not cap.ok:
-            if cap.status in ("error", "timeout"):
-                errors.append(cap.error or f"{name}: {cap.status}")
-            continue
-        try:
-            adapters = parser(cap.text())
-            break
-        except ParseError as exc:
-            errors.append(f"{name}: {exc}")
+    adapters = first_parsed(
+        host, (("Win32_VideoController.json", parse_win32_json), ("Win32_VideoController.txt", parse_win32_list)),
+        errors,
+    )
     # dxdiag takes 5-20 s live (more than the probe's deadline allows on a slow machine), so a
     # live scan asks for it only when WMI said nothing; `mlprobe capture` always takes it.
     if not (live and adapters is not None):
-        cap = host.get("dxdiag.txt")
-        if cap.ok:
-            try:
-                dx = parse_dxdiag(cap.text())
-            except ParseError as exc:
-                errors.append(f"dxdiag.txt: {exc}")
-        elif cap.status in ("error", "timeout"):
-            errors.append(cap.error or f"dxdiag.txt: {cap.status}")
+        dx = parse_capture(host, "dxdiag.txt", parse_dxdiag, errors)
     if dx is not None and (dx.adapters or adapters is None):
         adapters, from_dxdiag = dx.adapters, True
     build = _host_build(host) or (windows_build(dx.system.get("Operating System")) if dx else None)
     directx12 = bool(dx and re.search(r"DirectX 1[2-9]", dx.system.get("DirectX Version", "")))
-    wsl: Optional[Dict[str, Any]] = None
-    cap = host.get("wsl-dxg.json")
-    if cap.ok:
-        try:
-            wsl = parse_wsl_dxg(cap.text())
-        except ParseError as exc:
-            errors.append(f"wsl-dxg.json: {exc}")
+    wsl = parse_capture(host, "wsl-dxg.json", parse_wsl_dxg, errors)
     if adapters is None and wsl is None:
-        out.status = "error" if errors else "absent"
-        out.error = "; ".join(errors) or "no dxdiag, Win32_VideoController or WSL GPU capture"
-        return out
+        return nothing_read(out, errors, "no dxdiag, Win32_VideoController or WSL GPU capture")
     gpus = [to_gpu_facts(a, build, directx12, from_dxdiag) for a in _expand(adapters or []) if is_gpu(a)]
     out.gpus = gpus
     dml = [g.name or "GPU" for g in gpus if "directml" in g.apis]

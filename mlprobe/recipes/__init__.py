@@ -9,8 +9,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping
 
+from .. import kb
+
 RECIPES_DIR = Path(__file__).resolve().parent
-KNOWLEDGE_DIR = RECIPES_DIR.parent / "knowledge"
+KNOWLEDGE_DIR = kb.KNOWLEDGE_DIR
 SCHEMA_FILE = RECIPES_DIR / "recipe.schema.json"
 
 FRAMEWORKS = ("torch", "tensorflow", "keras", "neon", "caffe")
@@ -81,32 +83,24 @@ def find_recipe(name: str) -> Dict[str, Any]:
     raise KeyError(name)
 
 
-@lru_cache(maxsize=None)
-def _load_table(stem: str) -> Any:
-    path = KNOWLEDGE_DIR / f"{stem}.json"
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 class Knowledge(Mapping[str, Any]):
     """mlprobe/knowledge/<stem>.json by stem, read on first use (big tables cost nothing unless asked)."""
 
     def __getitem__(self, stem: str) -> Any:
-        value = _load_table(stem)
+        value = kb.load(stem)
         if value is None:
             raise KeyError(stem)
         return value
 
     def get(self, stem: str, default: Any = None) -> Any:
-        value = _load_table(stem)
+        value = kb.load(stem)
         return default if value is None else value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(p.stem for p in KNOWLEDGE_DIR.glob("*.json")))
+        return iter(kb.stems())
 
     def __len__(self) -> int:
-        return len(list(KNOWLEDGE_DIR.glob("*.json")))
+        return len(kb.stems())
 
 
 def knowledge() -> Knowledge:

@@ -63,21 +63,26 @@ def _plan_for(scan: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return plan if plan.get("available") is not False else None
 
 
-def load_side(path: str) -> Side:
-    from ..host import BundleError, ReplayHost
+def _bundle_side(p: Path) -> Side:
+    """A capture bundle (folder, or report with embedded captures), scanned and planned here."""
+    from ..host import BundleError, open_replay
     from ..scan import facts_to_report, scan
 
+    try:
+        host = open_replay(p)
+    except BundleError as exc:
+        raise DiffInputError(str(exc)) from None
+    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": str(p)})
+    return Side(str(p), rep, _plan_for(rep), "bundle")
+
+
+def load_side(path: str) -> Side:
     p = Path(path)
     if p.is_dir():
-        try:
-            host = ReplayHost(p)
-        except BundleError as exc:
-            raise DiffInputError(str(exc)) from None
-        rep = facts_to_report(scan(host), {"kind": "replay", "bundle": str(p)})
-        return Side(str(p), rep, _plan_for(rep), "bundle")
+        return _bundle_side(p)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise DiffInputError(f"{p} is neither a bundle folder nor a readable JSON file: {exc}") from None
     if isinstance(doc, dict) and isinstance(doc.get("scan"), dict):
         plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else None
@@ -87,12 +92,7 @@ def load_side(path: str) -> Side:
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
         return Side(str(p), doc, _plan_for(doc), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
-        try:
-            host = ReplayHost(p)
-        except BundleError as exc:
-            raise DiffInputError(str(exc)) from None
-        rep = facts_to_report(scan(host), {"kind": "replay", "bundle": str(p)})
-        return Side(str(p), rep, _plan_for(rep), "bundle")
+        return _bundle_side(p)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")
 
 
