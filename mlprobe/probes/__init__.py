@@ -50,19 +50,12 @@ def plugins() -> List[Tuple[str, str]]:
     importlib.metadata.entry_points() parses every installed distribution's metadata (45 ms with a
     few hundred packages); only the entry_points.txt files that mention the group are parsed here."""
     import os
-    import sys
+
+    from ._util import sys_path_listing
 
     out: List[Tuple[str, str]] = []
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        try:
-            names = os.listdir(entry)
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".dist-info"):
-                continue
+    for entry, name in sys_path_listing():
+        if name.endswith(".dist-info"):
             path = os.path.join(entry, name, "entry_points.txt")
             try:
                 with open(path, "rb") as fh:

@@ -19,6 +19,24 @@ FAILED = ("error", "timeout")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
+def sys_path_listing() -> "List[Tuple[str, str]]":
+    """(directory, name) for every name in every directory on sys.path, in sys.path order: how
+    installed distributions are found without importlib.metadata (which parses all of them)."""
+    import os
+    import sys
+
+    out: List[Tuple[str, str]] = []
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        try:
+            names = os.listdir(entry)
+        except OSError:
+            continue
+        out.extend((entry, name) for name in names)
+    return out
+
+
 def clean_text(text: str) -> str:
     """CRLF/CR line ends -> LF, ANSI colour codes removed."""
     return ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))

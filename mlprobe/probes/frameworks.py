@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Any, Dict, List, Optional
 
 from ..errors import ParseError
@@ -70,30 +69,25 @@ def flavour(name: str, version: Optional[str], cuda: Optional[str] = None, hip: 
 
 def live_inventory() -> List[Dict[str, Any]]:
     """Scan sys.path for the dist-info of known frameworks (a directory listing each, no imports)."""
+    from ._util import sys_path_listing
+
     found: Dict[str, Dict[str, Any]] = {}
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
+    for entry, fn in sys_path_listing():
+        m = _DIST_RE.match(fn)
+        if not m:
             continue
-        try:
-            names = os.listdir(entry)
-        except OSError:
+        name = normalise(m.group("name"))
+        if name not in _WANTED or name in found:
             continue
-        for fn in names:
-            m = _DIST_RE.match(fn)
-            if not m:
-                continue
-            name = normalise(m.group("name"))
-            if name not in _WANTED or name in found:
-                continue
-            rec: Dict[str, Any] = {"name": name, "version": m.group("version"), "location": entry}
-            if name == "torch":
-                try:
-                    with open(os.path.join(entry, "torch", "version.py"), encoding="utf-8") as fh:
-                        rec.update({k: v for k, v in parse_torch_version_py(fh.read()).items()
-                                    if k in ("cuda", "hip")})
-                except OSError:
-                    pass
-            found[name] = rec
+        rec: Dict[str, Any] = {"name": name, "version": m.group("version"), "location": entry}
+        if name == "torch":
+            try:
+                with open(os.path.join(entry, "torch", "version.py"), encoding="utf-8") as fh:
+                    rec.update({k: v for k, v in parse_torch_version_py(fh.read()).items()
+                                if k in ("cuda", "hip")})
+            except OSError:
+                pass
+        found[name] = rec
     return [found[n] for n in FRAMEWORKS if n in found]
 
 
