@@ -28,15 +28,23 @@ def child_env() -> dict:
     env = dict(os.environ)
     paths = [p for p in sys.path if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
+    # pyopencl imports numpy, whose BLAS starts a thread per core at import; the child does no
+    # linear algebra, so one thread is enough (and saves start-up time on small machines).
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
     return env
 
 
-def spawn() -> "subprocess.Popen[bytes]":
+def spawn(full_import: bool = False) -> "subprocess.Popen[bytes]":
+    """full_import: make the child `import pyopencl` instead of loading only its binding."""
     kwargs: dict = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
+    env = child_env()
+    if full_import:
+        env["MLPROBE_OPENCL_IMPORT"] = "full"
     return subprocess.Popen(child_argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=child_env(), **kwargs)
+                            stdin=subprocess.DEVNULL, env=env, **kwargs)
 
 
 def start_opencl_child() -> None:

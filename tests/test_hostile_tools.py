@@ -117,3 +117,27 @@ def test_absent_tools_cost_no_subprocess_in_a_whole_scan(tmp_path: Path, monkeyp
     assert others == [], others
     absent = {p.name for p in facts.probes if p.status == "absent"}
     assert {"nvidia", "rocm"} <= absent or not ({"nvidia", "rocm"} & {p.name for p in facts.probes})
+
+
+def test_opencl_fast_child_crash_falls_back_to_full_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan loads only pyopencl's binding; if that child dies of a signal, it asks once more
+    through `import pyopencl`."""
+    from mlprobe import _early
+    from mlprobe.capture import spec
+    from mlprobe.probes import opencl
+
+    real_spawn = _early.spawn
+    calls = []
+
+    def spawn(full_import: bool = False) -> subprocess.Popen:
+        calls.append(full_import)
+        if not full_import:
+            return subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return real_spawn(full_import=True)
+
+    monkeypatch.setattr(_early, "spawn", spawn)
+    monkeypatch.setattr(_early, "started", None)
+    cap = opencl.live_capture(LiveHost(), spec("mlprobe-opencl.json"))
+    assert calls == [False, True]
+    assert cap.status in ("ok", "absent"), cap.error  # absent where pyopencl is not installed

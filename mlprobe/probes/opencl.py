@@ -25,16 +25,26 @@ def live_capture(host: Any, s: CaptureSpec) -> Capture:
     from ..host import communicate_or_kill
 
     proc0 = _early.take()
-    try:
-        if proc0 is None:
-            proc0 = _early.spawn()
+    full = False
+    while True:
         try:
-            stdout, stderr = communicate_or_kill(proc0, s.timeout)
-        except subprocess.TimeoutExpired:
-            return Capture(s.name, "timeout", error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
-    except OSError as exc:
-        return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
-    returncode = proc0.returncode
+            if proc0 is None:
+                proc0 = _early.spawn(full_import=full)
+            try:
+                stdout, stderr = communicate_or_kill(proc0, s.timeout)
+            except subprocess.TimeoutExpired:
+                return Capture(s.name, "timeout",
+                               error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
+        except OSError as exc:
+            return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
+        returncode = proc0.returncode
+        # The fast child loads only pyopencl's binding; should that ever crash where the full
+        # package works, ask once more the ordinary way.
+        if returncode is not None and returncode < 0 and not full and \
+                os.environ.get("MLPROBE_OPENCL_IMPORT") != "full":
+            full, proc0 = True, None
+            continue
+        break
     proc = subprocess.CompletedProcess([CHILD], returncode, stdout, stderr)
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]

@@ -1,18 +1,59 @@
 # Runs in a child process (python path/to/opencl_child.py): enumerate OpenCL through pyopencl
 # and print one JSON document. Standard library + pyopencl only; Python 3.7 compatible.
 # Kept out of the scan process because an OpenCL driver can hang or crash it.
+#
+# Fast path: load pyopencl's compiled binding (pyopencl._cl) directly, with the one setting
+# pyopencl/__init__.py makes before it (PYOPENCL_HOME, which tells the bundled ocl-icd loader where
+# the shipped ICDs are). Enumeration only needs the binding; the package's Python layer (array,
+# tools, pytools, code generation) costs ~0.1 s of imports. MLPROBE_OPENCL_IMPORT=full, or any
+# failure of the fast path, uses `import pyopencl` instead; the parent retries with `full` if the
+# fast child dies of a signal.
 import json
 import os
 import shutil
 import sys
 import tempfile
 
+# CL_DEVICE_TYPE_* bits (Khronos cl.h)
+DEVICE_TYPES = ((1 << 1, "CPU"), (1 << 2, "GPU"), (1 << 3, "ACCELERATOR"), (1 << 4, "CUSTOM"), (1 << 0, "DEFAULT"))
 
-def _get(dev, attr):
+
+def _binding():
+    """pyopencl's compiled module: fast (binding only) or full (`import pyopencl`)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("pyopencl is not installed")
+    if os.environ.get("MLPROBE_OPENCL_IMPORT") != "full":
+        try:
+            pkg_dir = list(spec.submodule_search_locations)[0]
+            names = [n for n in os.listdir(pkg_dir) if n.startswith("_cl.") and n.endswith((".so", ".pyd"))]
+            if names:
+                os.environ.setdefault("PYOPENCL_HOME", pkg_dir)
+                sub = importlib.util.spec_from_file_location("pyopencl._cl", os.path.join(pkg_dir, names[0]))
+                mod = importlib.util.module_from_spec(sub)
+                sub.loader.exec_module(mod)
+                return mod
+        except Exception:
+            pass
+    import pyopencl
+
+    return pyopencl
+
+
+def _info(obj, cl_enum, name):
     try:
-        return getattr(dev, attr)
+        return obj.get_info(getattr(cl_enum, name))
     except Exception:
         return None
+
+
+def _type_name(bits):
+    if not isinstance(bits, int):
+        return None
+    names = [n for b, n in DEVICE_TYPES if bits & b]
+    return " | ".join(names) if names else str(bits)
 
 
 def main():
@@ -31,7 +72,7 @@ def main():
 
 def _enumerate():
     try:
-        import pyopencl as cl
+        cl = _binding()
     except Exception as exc:  # not installed, or its native library fails to load
         print(json.dumps({"error": "pyopencl could not be imported: %s" % exc, "absent": True}))
         return 0
@@ -43,6 +84,7 @@ def _enumerate():
         absent = "PLATFORM_NOT_FOUND" in msg or "-1001" in msg
         print(json.dumps({"error": "no OpenCL platform: %s" % msg, "absent": absent, "platforms": []}))
         return 0
+    pi, di = cl.platform_info, cl.device_info
     out = []
     for p in platforms:
         devs = []
@@ -51,31 +93,25 @@ def _enumerate():
         except Exception:
             devices = []
         for d in devices:
-            ext = _get(d, "extensions") or ""
-            dtype = _get(d, "type")
-            try:
-                tname = cl.device_type.to_string(dtype) if dtype is not None else None
-            except Exception:
-                tname = str(dtype)
-            board = None
-            if "cl_amd_device_attribute_query" in ext:
-                board = _get(d, "board_name_amd")
+            ext = _info(d, di, "EXTENSIONS") or ""
+            board = _info(d, di, "BOARD_NAME_AMD") if "cl_amd_device_attribute_query" in ext else None
             devs.append({
-                "name": (_get(d, "name") or "").strip() or None,
-                "type": tname,
-                "vendor": (_get(d, "vendor") or "").strip() or None,
-                "vendor_id": _get(d, "vendor_id"),
-                "driver_version": _get(d, "driver_version"),
-                "version": _get(d, "version"),
-                "opencl_c_version": _get(d, "opencl_c_version"),
-                "compute_units": _get(d, "max_compute_units"),
-                "global_memory_bytes": _get(d, "global_mem_size"),
-                "host_unified_memory": bool(_get(d, "host_unified_memory")),
+                "name": (_info(d, di, "NAME") or "").strip() or None,
+                "type": _type_name(_info(d, di, "TYPE")),
+                "vendor": (_info(d, di, "VENDOR") or "").strip() or None,
+                "vendor_id": _info(d, di, "VENDOR_ID"),
+                "driver_version": _info(d, di, "DRIVER_VERSION"),
+                "version": _info(d, di, "VERSION"),
+                "opencl_c_version": _info(d, di, "OPENCL_C_VERSION"),
+                "compute_units": _info(d, di, "MAX_COMPUTE_UNITS"),
+                "global_memory_bytes": _info(d, di, "GLOBAL_MEM_SIZE"),
+                "host_unified_memory": bool(_info(d, di, "HOST_UNIFIED_MEMORY")),
                 "fp16": "cl_khr_fp16" in ext,
-                "fp64": "cl_khr_fp64" in ext or bool(_get(d, "double_fp_config")),
+                "fp64": "cl_khr_fp64" in ext or bool(_info(d, di, "DOUBLE_FP_CONFIG")),
                 "board_name": board,
             })
-        out.append({"name": p.name, "vendor": p.vendor, "version": p.version, "devices": devs})
+        out.append({"name": _info(p, pi, "NAME"), "vendor": _info(p, pi, "VENDOR"),
+                    "version": _info(p, pi, "VERSION"), "devices": devs})
     print(json.dumps({"platforms": out}))
     return 0
 
