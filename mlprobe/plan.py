@@ -117,10 +117,13 @@ def install_details(
         commands.append(cmd)
     for st in steps:
         if st["shim"] == "plaidml-collections":
-            commands.append(
-                'python -c "import sysconfig; from mlprobe.shims.plaidml_compat import install_shim; '
-                "print(install_shim(sysconfig.get_paths()['purelib']))\""
-            )
+            # The shim file is standard library only: the environment's own python runs it from
+            # where mlprobe is installed, without mlprobe being installed there.
+            import os
+
+            from .shims import plaidml_compat
+
+            commands.append(f'python "{os.path.abspath(plaidml_compat.__file__)}"')
     for f in files:
         text = json.dumps(f["json"])
         if windows:

@@ -212,3 +212,19 @@ def test_real_plaidml_keras_verifies_on_llvm_cpu_and_says_it_is_a_cpu(
     assert rec["learning"]["passed"], rec["learning"]
     assert rec["speed"]["images_per_s"] > 0
     assert doc["exit_code"] == 0
+
+
+def test_shim_file_installs_itself_with_the_target_python(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`mlprobe plan` shows `python .../plaidml_compat.py`: the environment's own python must be able
+    to run that file with nothing but the standard library."""
+    import subprocess
+    import sys
+
+    from mlprobe.shims import plaidml_compat
+
+    site = tmp_path / "site"
+    site.mkdir()
+    proc = subprocess.run([sys.executable, "-S", "-I", plaidml_compat.__file__, str(site)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert any(p.suffix == ".pth" for p in site.iterdir())

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Iterable, Union
 
@@ -301,3 +302,18 @@ def write_settings(path: Union[str, "os.PathLike[str]"], device_ids: Iterable[st
     doc = {"PLAIDML_DEVICE_IDS": list(device_ids), "PLAIDML_EXPERIMENTAL": bool(experimental)}
     p.write_text(json.dumps(doc, indent=4, sort_keys=True) + "\n", encoding="utf-8")
     return p
+
+
+def _main(argv: "list[str]") -> int:
+    """`python plaidml_compat.py [SITE_PACKAGES]`: install the shim into SITE_PACKAGES, or into the
+    running interpreter's purelib. Standard library only, so the target environment's own Python
+    can run this file without mlprobe installed there (that is how `mlprobe plan` shows the step)."""
+    import sysconfig
+
+    target = argv[0] if argv else sysconfig.get_paths()["purelib"]
+    print(install_shim(target))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
