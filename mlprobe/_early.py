@@ -18,13 +18,13 @@ started: Optional["subprocess.Popen[bytes]"] = None
 started_at: float = 0.0
 
 
-def child_argv() -> list:
+def child_argv() -> "list[str]":
     # -S skips site's .pth processing in the child (tens of ms); the parent's already-resolved
     # sys.path is passed instead, so the child finds pyopencl exactly where the parent would.
     return [sys.executable, "-S", CHILD]
 
 
-def child_env() -> dict:
+def child_env() -> "dict[str, str]":
     env = dict(os.environ)
     paths = [p for p in sys.path if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -37,14 +37,12 @@ def child_env() -> dict:
 
 def spawn(full_import: bool = False) -> "subprocess.Popen[bytes]":
     """full_import: make the child `import pyopencl` instead of loading only its binding."""
-    kwargs: dict = {}
-    if os.name == "posix":
-        kwargs["start_new_session"] = True
     env = child_env()
     if full_import:
         env["MLPROBE_OPENCL_IMPORT"] = "full"
+    # Its own process group, so a timeout can end it and anything it started.
     return subprocess.Popen(child_argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=env, **kwargs)
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=os.name == "posix")
 
 
 def start_opencl_child() -> None:

@@ -31,7 +31,9 @@ def run_probe(name: str, module: str, host: Host) -> Tuple[Contribution, float]:
 
 
 def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
-    wanted = lambda n: only is None or n in only  # noqa: E731
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
     probes = [(n, m) for n, m in registry.builtin() if wanted(n)]
     results: Dict[str, Tuple[Contribution, float]] = {}
     pool = ThreadPoolExecutor(max_workers=len(probes) + 4, thread_name_prefix="probe")
@@ -168,8 +170,10 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
         ProbeStatus(name=name, status=c.status, seconds=round(secs, 4), error=c.error)
         for name, c, secs in parts
     ]
-    pick = lambda attr, default: next(  # noqa: E731
-        (getattr(c, attr) for _, c, _ in parts if getattr(c, attr) is not None), default)
+    def pick(attr: str, default: Any) -> Any:
+        """The first probe (in PROBES order) that set this fact wins."""
+        return next((getattr(c, attr) for _, c, _ in parts if getattr(c, attr) is not None), default)
+
     os_f = pick("os", OsFacts())
     cpu = pick("cpu", CpuFacts())
     mem = pick("memory", MemoryFacts())

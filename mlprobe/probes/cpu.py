@@ -263,7 +263,8 @@ def cpu_from_sysctl(fields: Dict[str, str]) -> CpuFacts:
             short = key.split(".")[-1]
             flags.update(MAC_ARM_FEATURES.get(short, ()))
         arch = "arm64"
-        vendor = "apple" if (brand or "").startswith("Apple") or vendor_raw is None else vendor_raw.lower()
+        vendor: Optional[str] = (
+            "apple" if (brand or "").startswith("Apple") or vendor_raw is None else vendor_raw.lower())
     else:
         for key in ("machdep.cpu.features", "machdep.cpu.leaf7_features", "machdep.cpu.extfeatures"):
             for word in fields.get(key, "").split():
@@ -276,7 +277,7 @@ def cpu_from_sysctl(fields: Dict[str, str]) -> CpuFacts:
                 if name:
                     flags.add(name)
         arch = "x86_64"
-        vendor = X86_VENDORS.get(vendor_raw or "", (vendor_raw or "").lower() or None)
+        vendor = X86_VENDORS.get(vendor_raw or "") or ((vendor_raw or "").lower() or None)
         # Every x86 Mac is 64-bit; syscall/lm are implied even where extfeatures is missing.
         flags.add("lm")
     ordered = tuple(sorted(flags))

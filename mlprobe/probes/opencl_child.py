@@ -13,12 +13,13 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Any, Optional
 
 # CL_DEVICE_TYPE_* bits (Khronos cl.h)
 DEVICE_TYPES = ((1 << 1, "CPU"), (1 << 2, "GPU"), (1 << 3, "ACCELERATOR"), (1 << 4, "CUSTOM"), (1 << 0, "DEFAULT"))
 
 
-def _binding():
+def _binding() -> Any:
     """pyopencl's compiled module: fast (binding only) or full (`import pyopencl`)."""
     import importlib.util
 
@@ -32,9 +33,10 @@ def _binding():
             if names:
                 os.environ.setdefault("PYOPENCL_HOME", pkg_dir)
                 sub = importlib.util.spec_from_file_location("pyopencl._cl", os.path.join(pkg_dir, names[0]))
-                mod = importlib.util.module_from_spec(sub)
-                sub.loader.exec_module(mod)
-                return mod
+                if sub is not None and sub.loader is not None:
+                    mod = importlib.util.module_from_spec(sub)
+                    sub.loader.exec_module(mod)
+                    return mod
         except Exception:
             pass
     import pyopencl
@@ -42,21 +44,21 @@ def _binding():
     return pyopencl
 
 
-def _info(obj, cl_enum, name):
+def _info(obj: Any, cl_enum: Any, name: str) -> Any:
     try:
         return obj.get_info(getattr(cl_enum, name))
     except Exception:
         return None
 
 
-def _type_name(bits):
+def _type_name(bits: Any) -> Optional[str]:
     if not isinstance(bits, int):
         return None
     names = [n for b, n in DEVICE_TYPES if bits & b]
     return " | ".join(names) if names else str(bits)
 
 
-def main():
+def main() -> int:
     # PoCL writes a kernel cache under ~/.cache/pocl when it initialises; a scan must not write to
     # the user's home, so unless the user chose a cache dir, it gets a temporary one.
     tmp_cache = None
@@ -70,7 +72,7 @@ def main():
             shutil.rmtree(tmp_cache, ignore_errors=True)
 
 
-def _enumerate():
+def _enumerate() -> int:
     try:
         cl = _binding()
     except Exception as exc:  # not installed, or its native library fails to load
