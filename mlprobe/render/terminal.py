@@ -41,9 +41,12 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         elif f in ("avx", "avx2", "fma") and c.arch == "x86_64":
             shown.append(f"[red]no {f}[/red]")
     amx = [f for f in ("amx_tile", "amx_bf16", "amx_int8") if f in flags]
-    con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
-              f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
-              + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
+    if c.model is None and c.vendor is None and c.threads is None and not c.flags:
+        con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output)")
+    else:
+        con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
+                  f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
+                  + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
     if shown:
         con.print("    " + " ".join(s for s in shown if "amx" not in s or amx))
 
