@@ -38,7 +38,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     for f in ML_FLAGS:
         if f in flags:
             shown.append(f"[green]{f}[/green]")
-        elif f in ("avx", "avx2", "fma") and c.arch == "x86_64":
+        elif f in ("avx", "avx2", "fma") and c.arch == "x86_64" and flags:
+            # only when the flags are known: a source without flags (dxdiag) proves no absence
             shown.append(f"[red]no {f}[/red]")
     amx = [f for f in ("amx_tile", "amx_bf16", "amx_int8") if f in flags]
     if c.model is None and c.vendor is None and c.threads is None and not c.flags:
@@ -47,7 +48,9 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
                   f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
                   + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
-    if shown:
+    if not flags and c.arch:
+        con.print("    [dim]SIMD flags: not in this capture[/dim]")
+    elif shown:
         con.print("    " + " ".join(s for s in shown if "amx" not in s or amx))
 
     gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
@@ -95,7 +98,11 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
             ft.add_row(fw.name, fw.version or "?", fw.flavour or "")
         con.print(ft)
     else:
-        con.print(f"[bold]Frameworks[/bold] none installed in this Python ({facts.python.version or '?'})")
+        fw_probe = next((p for p in facts.probes if p.name == "frameworks"), None)
+        if fw_probe is not None and fw_probe.status != "ok":
+            con.print("[bold]Frameworks[/bold] unknown: no list of installed packages in this capture")
+        else:
+            con.print(f"[bold]Frameworks[/bold] none installed in this Python ({facts.python.version or '?'})")
     for w in facts.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}")
     bad = [p for p in facts.probes if p.status in ("error", "timeout")]
