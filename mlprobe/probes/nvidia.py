@@ -384,15 +384,19 @@ def parse_smi_query_csv(text: str) -> SmiReport:
     rows = [[c.strip() for c in row] for row in csv.reader(line for line in text.split("\n") if line.strip())]
     columns: Optional[List[str]] = None
     body: List[List[str]] = []
+    known = ("name", "pci.bus_id", "uuid", "driver_version", "index", "compute_cap", "memory.total")
+
+    def score(keys: List[str]) -> int:
+        return sum(k in known for k in keys)
+
     for row in rows:
         keys = [re.sub(r"\s*\[.*?\]\s*$", "", c).strip().lower() for c in row]
-        if columns is None and any(
-            k in ("name", "pci.bus_id", "uuid", "driver_version", "index") for k in keys
-        ):
-            columns = keys
+        if score(keys) >= 2 or (columns is None and score(keys) >= 1):
+            # A header line is never a GPU. A repeated header (a doubled line, two outputs pasted
+            # together) is skipped; a cleaner one than a damaged first header replaces it.
+            if columns is None or score(keys) > score(columns):
+                columns = keys
             continue
-        if keys == columns:
-            continue  # the header again (a doubled line, or two outputs pasted together)
         body.append(row)
     if columns is None:
         if any(len(r) == len(QUERY_COLUMNS) for r in body):
@@ -412,6 +416,10 @@ def parse_smi_query_csv(text: str) -> SmiReport:
         bus = normalise_bus_id(_value(rec.get("pci.bus_id")))
         uuid = _uuid(rec.get("uuid"))
         index = _int(rec.get("index"))
+        # One GPU per bus id and per UUID: a pasted row repeated with one field damaged is the
+        # same device, not a second one.
+        if any((bus and g.pci_bus_id == bus) or (uuid and g.uuid == uuid) for g in rep.gpus):
+            continue
         if bus is None and uuid is None and index is None:
             index = len(rep.gpus)
         rep.driver_version = rep.driver_version or _version(rec.get("driver_version"))
