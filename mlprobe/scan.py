@@ -165,7 +165,6 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
 def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
     from .facts import MemoryFacts, OsFacts, PythonFacts
 
-    by_name = {name: c for name, c, _ in parts}
     statuses = [
         ProbeStatus(name=name, status=c.status, seconds=round(secs, 4), error=c.error)
         for name, c, secs in parts
@@ -209,7 +208,6 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
     )
     facts = _apply_overrides(facts, host.env_overrides())
     facts = replace(facts, warnings=tuple(dict.fromkeys(warnings + hardware_warnings(facts))))
-    del by_name
     return facts
 
 

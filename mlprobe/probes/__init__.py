@@ -10,7 +10,6 @@ Third parties register more through the `mlprobe.probes` entry-point group (name
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Callable, List, Tuple
 
 from ..facts import Contribution
@@ -40,8 +39,9 @@ ProbeFn = Callable[..., Contribution]
 
 
 def builtin() -> List[Tuple[str, str]]:
-    """Built-in probes whose module exists (a vendor module may be missing in a trimmed build)."""
-    return [(name, module) for name, module in PROBES if importlib.util.find_spec(module) is not None]
+    """Built-in probes. A module that fails to import is reported as that probe's error by
+    scan.run_probe, so nothing is looked up here."""
+    return list(PROBES)
 
 
 def plugins() -> List[Tuple[str, str]]:
