@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
+from .urls import check_url
 
 PLAN_VERSION = 1
 FRAMEWORK_CHOICES = ("any", "torch", "tensorflow", "keras")
@@ -49,10 +50,15 @@ def _index_bases(kb: Knowledge, index_urls: Optional[Dict[str, str]]) -> Dict[st
     out: Dict[str, Dict[str, Any]] = {}
     for row in (kb.get("indexes") or {}).get("indexes", []):
         url = (index_urls or {}).get(row["id"])
+        origin = "index_urls"
         if url is None and row.get("env"):
             url = os.environ.get(row["env"]) or None
+            origin = str(row["env"])
+        if url is not None:
+            url = check_url(url, origin)
         out[row["id"]] = {
             "url": (url or row.get("url") or "").rstrip("/") or None,
+            "mirror": url is not None,
             "placeholder": row.get("placeholder", f"<{row['id']}-index>"),
             "env": row.get("env"),
         }
@@ -225,8 +231,8 @@ def make_plan(
     warnings = list(ctx.get("inferred", []))
     for placeholder, env in missing_index.items():
         warnings.append(
-            f"{placeholder} in the commands stands for PyTorch's wheel index (…/whl): this mlprobe "
-            f"ships without its URL; set {env} (or pass --index-url to mlprobe install)"
+            f"{placeholder} in the commands stands for a wheel index whose URL this mlprobe's knowledge "
+            f"lacks; set {env} to its base URL (or pass --index-url to mlprobe install)"
         )
     if ctx["python"]["version"] is None:
         warnings.append(

@@ -44,11 +44,17 @@ PLAN_REC = {
 # ---------------------------------------------------------------- recommendation -> plan ------
 
 def test_plan_from_a_real_recommendation_without_index_url() -> None:
-    plan = build_plan(PLAN_REC, InstallOptions())
+    # A recommendation that names a build index but carries no URL for it is refused: mlprobe
+    # never falls back to pip's own configuration without being told to.
+    with pytest.raises(MlprobeError) as e:
+        build_plan(PLAN_REC, InstallOptions())
+    assert e.value.ref == "E514" and e.value.exit_code == 2
+    for option in ("--index-url", "--find-links", "--use-pip-config"):
+        assert option in (e.value.next_step or "")
+    plan = build_plan(PLAN_REC, InstallOptions(use_pip_config=True))
     assert plan.recipe == "torch-cpu" and plan.packages == ["torch"] and plan.imports == ["torch"]
     assert plan.variant_label == "cpu" and plan.recipe_index_url is None  # the placeholder is no URL
-    assert plan.sources.origin == "default index"
-    assert any("--use-pip-config" in w for w in plan.warnings)
+    assert plan.sources.origin == "pip configuration"
     assert plan.device == "cpu"
 
 
@@ -73,11 +79,12 @@ def test_user_sources_override_the_recipe() -> None:
     rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
     s = build_plan(rec, InstallOptions(index_url="http://mirror.invalid/simple")).sources
     assert s.index_url == "http://mirror.invalid/simple" and s.origin == "--index-url"
-    s = build_plan(rec, InstallOptions(use_pip_config=True, find_links=("/w",))).sources
-    assert s.use_pip_config and s.origin == "pip configuration" and source_args(s) == ["--find-links", "/w"]
+    w = str(Path(__file__).parent)
+    s = build_plan(rec, InstallOptions(use_pip_config=True, find_links=(w,))).sources
+    assert s.use_pip_config and s.origin == "pip configuration" and source_args(s) == ["--find-links", w]
     assert "PIP_FIND_LINKS" not in pip_env(s) or pip_env(s)["PIP_FIND_LINKS"] == os.environ.get("PIP_FIND_LINKS")
-    s = build_plan(rec, InstallOptions(no_index=True, find_links=("/w",))).sources
-    assert source_args(s) == ["--no-index", "--find-links", "/w"]
+    s = build_plan(rec, InstallOptions(no_index=True, find_links=(w,))).sources
+    assert source_args(s) == ["--no-index", "--find-links", w]
     with pytest.raises(MlprobeError) as e:
         build_plan(rec, InstallOptions(no_index=True))
     assert e.value.ref == "E513"
@@ -94,6 +101,39 @@ def test_env_files_and_shims() -> None:
     assert plan.shims == ["plaidml-collections"] and plan.env == {"PLAIDML_DEVICE_IDS": "opencl_amd_ellesmere.0"}
     assert json.loads(plan.config_files[0]["content"]) == {"PLAIDML_DEVICE_IDS": ["opencl_amd_ellesmere.0"]}
     assert plan.sources.origin == "default index" and plan.variant_label is None
+    # A recipe from the Python Package Index: pip's default index, named, and pip's configured
+    # sources set aside like for any recipe (a configured index-url cannot replace it silently).
+    assert plan.sources.index_url and plan.sources.index_url.startswith("https://")
+    assert source_args(plan.sources)[:2] == ["--index-url", plan.sources.index_url]
+    assert "Python Package Index" in plan.sources.describe()
+
+
+@pytest.mark.parametrize("url,ok", [
+    ("https://mirror.example/whl", True), ("http://127.0.0.1:8080/whl/", True), ("file:///srv/whl", True),
+    ("ftp://mirror.example/whl", False), ("mirror.example/whl", False), ("<pytorch-index>/cpu", False),
+    ("https:///whl", False), ("http://host:notaport/whl", False), ("", False), ("https://a b/whl", False),
+    ("javascript:alert(1)", False), ("http://[::1/whl", False),
+])
+def test_index_urls_from_the_command_line_are_checked(url: str, ok: bool) -> None:
+    from mlprobe.urls import check_url
+
+    if ok:
+        assert check_url(url, "--index-url") == url.rstrip("/")
+        return
+    with pytest.raises(MlprobeError) as e:
+        check_url(url, "--index-url")
+    assert e.value.ref == "E517" and e.value.exit_code == 2 and "--index-url" in e.value.what
+
+
+def test_missing_file_index_and_find_links_folder_are_usage_errors(tmp_path: Path) -> None:
+    rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
+    for opts in (InstallOptions(index_url=(tmp_path / "nope").as_uri()),
+                 InstallOptions(find_links=(str(tmp_path / "nope"),)),
+                 InstallOptions(extra_index_urls=("ftp://x/y",))):
+        with pytest.raises(MlprobeError) as e:
+            build_plan(rec, opts)
+        assert e.value.ref == "E517" and e.value.exit_code == 2
+    assert build_plan(rec, InstallOptions(index_url=tmp_path.as_uri())).sources.index_url == tmp_path.as_uri()
 
 
 def test_pick_recommendation() -> None:

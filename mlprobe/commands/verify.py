@@ -38,7 +38,15 @@ def run(args: argparse.Namespace) -> int:
     from ..render.verify_terminal import Progress, render_verify
     from ..verify.runner import resolve_python, run_verify
 
+    import os
+
+    from ..install.activate import env_of_interpreter
+
     target = resolve_python(args.python)
+    # Run as the person will after `activate`: the recipe's variables (KERAS_BACKEND, HSA_OVERRIDE_…)
+    # that mlprobe wrote into the venv's activate script, unless already set by hand.
+    env = {k: v for k, v in env_of_interpreter(target, os.environ).items()
+           if k in ("VIRTUAL_ENV", "PATH") or k not in os.environ}
     baselines = args.baseline_python
     if baselines is None:
         baselines = [sys.executable] if args.python else []
@@ -46,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         doc = run_verify(python=target, framework=args.framework, device=args.device, timeout=args.timeout,
                          quick=args.quick, baseline_pythons=baselines, cpu_peers=not args.no_cpu_peers,
-                         on_event=progress.event)
+                         on_event=progress.event, env=env)
     finally:
         progress.stop()
     if args.json:

@@ -5,9 +5,10 @@ puts back what was there before. mlprobe never edits shell rc files; it prints t
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..errors import EXIT_USAGE, MlprobeError
 
@@ -172,3 +173,53 @@ def write_env(scripts_dir: Path, env: Dict[str, str]) -> List[Path]:
 def shell_lines(env: Dict[str, str]) -> List[str]:
     """What to type by hand (for --system, where there is no activate script to carry them)."""
     return [f"export {k}={_sh(v)}" for k, v in env.items()]
+
+
+_POSIX_SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)='((?:[^']|'\\'')*)'$")
+
+
+def read_env(scripts_dir: Path) -> Dict[str, str]:
+    """The variables mlprobe wrote into this environment's bin/activate (its marked block), so that
+    a later check or `mlprobe verify --python` runs with what activating the venv gives. {} when there
+    is no such block or the script cannot be read."""
+    try:
+        text = (scripts_dir / "activate").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    start = text.rfind("\n" + BEGIN + "\n")
+    if start < 0:
+        return {}
+    end = text.find("\n" + END, start)
+    out: Dict[str, str] = {}
+    for line in text[start:end if end > 0 else len(text)].splitlines():
+        m = _POSIX_SET.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).replace("'\\''", "'")
+    return out
+
+
+def activated_env(base: Mapping[str, str], venv: Optional[Path], scripts_dir: Optional[Path],
+                  env: Mapping[str, str]) -> Dict[str, str]:
+    """`base` as activating the venv changes it: VIRTUAL_ENV, its scripts first on PATH, no
+    PYTHONHOME, and the recipe's variables (which, like activate, win over what was set)."""
+    out = dict(base)
+    if venv is not None and scripts_dir is not None:
+        out["VIRTUAL_ENV"] = str(venv)
+        out["PATH"] = str(scripts_dir) + os.pathsep + out.get("PATH", "")
+        out.pop("PYTHONHOME", None)
+    out.update({str(k): str(v) for k, v in env.items()})
+    return out
+
+
+def env_of_interpreter(python: str, base: Mapping[str, str]) -> Dict[str, str]:
+    """What activating the venv that `python` belongs to adds to `base` (the changed or new
+    variables only); {} when `python` is not in a venv. A venv's python may be a link to its base
+    interpreter, so the venv is found from the path as given, not the resolved one."""
+    scripts = Path(os.path.abspath(python)).parent
+    venv = scripts.parent
+    if not (venv / "pyvenv.cfg").is_file():
+        return {}
+    full = activated_env(base, venv, scripts, read_env(scripts))
+    if os.path.normcase(base.get("VIRTUAL_ENV", "")) == os.path.normcase(str(venv)):
+        full["PATH"] = base.get("PATH", "")  # already active: PATH is as the person has it
+    return {k: v for k, v in full.items() if base.get(k) != v}

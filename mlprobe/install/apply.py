@@ -190,7 +190,7 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
         steps.append(Step("check", f"import {imp} in the environment (a failure rolls the install back)"))
     for c in plan.commands:
         steps.append(Step("note", "the recipe's own command (shown, not run)", c))
-    fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
+    fw = _verify_framework(plan)
     if fw and env.mode != "replay":
         steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
     return steps
@@ -404,10 +404,12 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 progress.done(f"{', '.join(plan.env)} written into {len(written)} activate script(s)")
             for f in plan.config_files:
                 _write_config(f, env, txn, transcript)
+            check_env = _env_after_activate(plan, env, info)
             for imp in plan.imports:
                 progress.step(f"checking `import {imp}` in the environment")
                 code = f"import {imp}; print(getattr({imp.split('.')[0]}, '__version__', ''))"
-                r = _run_step([python, "-c", code], transcript, progress, IMPORT_CHECK_TIMEOUT_S)
+                r = _run_step([python, "-c", code], transcript, progress, IMPORT_CHECK_TIMEOUT_S,
+                              env=check_env)
                 if r.rc != 0:
                     last = next((ln for ln in reversed(r.output.strip().splitlines()) if ln.strip()), "")
                     raise MlprobeError(f"installed, but `import {imp}` fails in the environment",
@@ -440,10 +442,23 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                          installed=[f"{d.name}=={d.version}" for d in dists],
                          activate_scripts=scripts_written, log=log_path, import_ok=import_ok)
     if opts.verify:
-        _verify(plan, python, result, transcript, progress)
+        assert info is not None
+        _verify(plan, python, result, transcript, progress, _env_after_activate(plan, env, info))
     result.seconds = time.perf_counter() - started
     transcript.close()
     return result
+
+
+def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:
+    """The environment the person has after `activate` (for --system: after setting the recipe's
+    variables by hand, as the steps say): every check in the environment runs with it."""
+    if env.mode == "system" or env.path is None:
+        return activate.activated_env(os.environ, None, None, plan.env)
+    return activate.activated_env(os.environ, env.path, Path(info.scripts), plan.env)
+
+
+def _verify_framework(plan: InstallPlan) -> Optional[str]:
+    return VERIFY_FRAMEWORKS.get((plan.verify_framework or plan.framework or "").lower())
 
 
 def _diagnose(failure: Failure, pre: Preflight) -> Failure:
@@ -492,8 +507,8 @@ def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcrip
 
 
 def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Transcript,
-            progress: Progress) -> None:
-    fw = VERIFY_FRAMEWORKS.get((plan.framework or "").lower())
+            progress: Progress, env: Dict[str, str]) -> None:
+    fw = _verify_framework(plan)
     if not fw:
         result.verify_error = f"no verify for framework {plan.framework or '?'}"
         return
@@ -510,7 +525,8 @@ def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Tra
             progress.line(" ".join(str(ev.get(k)) for k in ("framework", "device", "stage") if ev.get(k)))
 
     try:
-        doc = run_verify(python=python, framework=fw, device=plan.device, on_event=on_event)
+        extra = {k: v for k, v in env.items() if os.environ.get(k) != v}
+        doc = run_verify(python=python, framework=fw, device=plan.device, on_event=on_event, env=extra)
     except MlprobeError as exc:
         result.verify_error = exc.render()
         transcript.note(f"verify failed: {exc.what}")

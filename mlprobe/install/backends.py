@@ -50,6 +50,8 @@ class Sources:
         parts = []
         if self.no_index:
             parts.append("no index")
+        elif self.index_url and self.origin == "default index":
+            parts.append(f"the Python Package Index {self.index_url} (pip's default index; the recipe's own)")
         elif self.index_url:
             parts.append(f"index {self.index_url} ({self.origin})")
         else:
@@ -62,6 +64,19 @@ class Sources:
         d = asdict(self)
         d["description"] = self.describe()
         return d
+
+
+def default_index_url() -> Optional[str]:
+    """pip's built-in default index (the Python Package Index), as pip itself spells it; None when
+    this pip does not say. mlprobe names it so that an index-url in pip's configuration cannot
+    silently replace it."""
+    try:
+        from pip._internal.models.index import PyPI
+
+        url = str(PyPI.simple_url)
+    except Exception:  # pip's internals moved, or no pip: leave pip's own choice in place
+        return None
+    return url.rstrip("/") or None
 
 
 def source_args(s: Sources) -> List[str]:

@@ -11,13 +11,15 @@ given with --recipe-file. Fields read (all optional but `packages`):
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
-from .backends import Sources
+from ..urls import check_file_url_exists, check_url
+from .backends import Sources, default_index_url
 
 # The module a framework is imported as, for the import check after installing.
 FRAMEWORK_IMPORTS = {
@@ -77,6 +79,7 @@ class InstallPlan:
     commands: List[str] = field(default_factory=list)
     imports: List[str] = field(default_factory=list)
     python_spec: Optional[str] = None
+    verify_framework: Optional[str] = None
     pip_args: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
@@ -180,7 +183,30 @@ def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Dict[str
     return recs[0]
 
 
+def _checked_sources(opts: InstallOptions) -> Tuple[Optional[str], Tuple[str, ...], Tuple[str, ...]]:
+    """--index-url, --extra-index-url and --find-links, each checked (E517 on a bad one)."""
+    index = check_url(opts.index_url, "--index-url") if opts.index_url is not None else None
+    extra = tuple(check_url(u, "--extra-index-url") for u in opts.extra_index_urls)
+    for u in (index, *extra):
+        if u:
+            check_file_url_exists(u, "--index-url" if u == index else "--extra-index-url")
+    links: List[str] = []
+    for d in opts.find_links:
+        if "://" in d:
+            links.append(check_url(d, "--find-links"))
+            check_file_url_exists(links[-1], "--find-links")
+        elif not os.path.isdir(d):
+            raise MlprobeError(f"--find-links {d}: no such folder",
+                               why="--find-links takes a folder of wheels (or the URL of a page of links)",
+                               next_step="check the path", ref="E517", exit_code=EXIT_USAGE)
+        else:
+            links.append(d)
+    return index, extra, tuple(links)
+
+
 def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra: List[str]) -> Sources:
+    """Where the packages come from. Nothing here falls back to another source: the recipe's own
+    index unless the person named another (--index-url, --find-links/--no-index, --use-pip-config)."""
     if opts.use_pip_config and (opts.index_url or opts.no_index):
         raise MlprobeError("--use-pip-config cannot be combined with --index-url or --no-index",
                            why="--use-pip-config lets pip's configuration choose the sources",
@@ -190,20 +216,22 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
                            why="with no index there is nothing to install from",
                            next_step="add --find-links DIR (a folder of wheels)", ref="E513",
                            exit_code=EXIT_USAGE)
-    find, extra = tuple(opts.find_links), tuple(opts.extra_index_urls)
+    index_url, extra, find = _checked_sources(opts)
     if opts.use_pip_config:
         return Sources(find_links=find, extra_index_urls=extra, use_pip_config=True,
                        origin="pip configuration")
     if opts.no_index:
         return Sources(no_index=True, find_links=find, origin="--find-links")
-    if opts.index_url:
-        return Sources(index_url=opts.index_url, extra_index_urls=extra, find_links=find,
+    if index_url:
+        return Sources(index_url=index_url, extra_index_urls=extra, find_links=find,
                        origin="--index-url")
     if recipe_url:
         return Sources(index_url=recipe_url, extra_index_urls=tuple(recipe_extra) + extra, find_links=find,
                        origin="recipe")
-    # A recipe from the default index: pip's configuration says which index that is.
-    return Sources(find_links=find, extra_index_urls=extra, use_pip_config=True, origin="default index")
+    # A recipe published on the Python Package Index: pip's built-in default index, with the
+    # sources of pip's configuration set aside like for any other recipe.
+    return Sources(index_url=default_index_url(), extra_index_urls=extra, find_links=find,
+                   origin="default index")
 
 
 def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
@@ -232,11 +260,12 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
     extra = [str(u) for u in _as_list(rec.get("extra_index_urls")) if _is_url(str(u))] or \
         [u for u in cmd_extra if _is_url(u)]
     if index and not url and not (opts.index_url or opts.use_pip_config or opts.no_index):
-        env_hint = ""
-        if isinstance(raw_index, dict) and raw_index.get("env"):
-            env_hint = f" (or set {raw_index['env']})"
-        warnings.append(f"the recipe names the '{index}' build index but this mlprobe knows no URL for it: "
-                        f"pass --index-url URL{env_hint}, --find-links DIR, or --use-pip-config")
+        # Never fall back to another source without being told to.
+        raise MlprobeError(f"recipe {recipe_id(rec)} names the '{index}' build index but no URL for it",
+                           why="the recommendation carries no index URL",
+                           next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
+                                     "or --use-pip-config (let pip's own configuration choose)",
+                           ref="E514", exit_code=EXIT_USAGE)
     label = _label_of(index, str(url) if url else None) if (index or url) else None
     framework = rec.get("framework")
     verify: Dict[str, Any] = rec["verify"] if isinstance(rec.get("verify"), dict) else {}
@@ -276,6 +305,7 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
         commands=commands + env_extra_cmds,
         imports=imports,
         python_spec=str(rec.get("python")) if rec.get("python") else None,
+        verify_framework=str(verify["framework"]) if verify.get("framework") else None,
         pip_args=[str(a) for a in _as_list(rec.get("pip_args"))],
         warnings=warnings,
     )

@@ -9,7 +9,7 @@ import shutil
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import __version__
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
@@ -40,9 +40,9 @@ def resolve_python(python: Optional[str]) -> str:
     return found
 
 
-def discover(python: str, timeout: float = 60.0) -> Dict[str, Any]:
+def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """Which frameworks the target can import (importlib.util.find_spec in a tiny child)."""
-    res = run_child(python, ["discover"], env=child_env(), timeout=timeout, stall=timeout)
+    res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout)
     for ev in res.events:
         if ev.get("event") == "discover":
             return ev
@@ -123,7 +123,8 @@ class _FrameworkRun:
         if self.opts.get("inject"):
             full["inject"] = self.opts["inject"]
         full.update(cfg)
-        res = run_child(self.python, ["run", json.dumps(full)], env=child_env(env_extra),
+        res = run_child(self.python, ["run", json.dumps(full)],
+                        env=child_env(dict(self.opts.get("env") or {}, **(env_extra or {}))),
                         timeout=self.opts["timeout"], stall=self.opts["stall"], on_event=self._sink)
         current: Optional[Tuple[str, str]] = None
         hello = False
@@ -276,6 +277,7 @@ def run_verify(
     inject: Optional[Dict[str, Any]] = None,
     on_event: Optional[EventSink] = None,
     overrides: Optional[Dict[str, Any]] = None,
+    env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """Verify the frameworks of `python` (default: this interpreter) on every usable device, or on
     `device`. `timeout` bounds each child process; `stall` (default min(timeout, 180 s)) is how long a
@@ -283,7 +285,8 @@ def run_verify(
     interpreters whose frameworks' CPU speed joins the best-CPU figure (speed only). `inject` is for
     tests (fault injection in the payload); `overrides` replaces payload settings (payload.DEFAULTS:
     repeats, budgets, tolerances) and is recorded in the result. Returns the result document
-    (mlprobe/verify/schema.py describes it)."""
+    (mlprobe/verify/schema.py describes it). `env` is set in every child on top of this process's
+    environment: the variables the environment's activate script sets (KERAS_BACKEND, HSA_OVERRIDE_…)."""
     if framework not in FRAMEWORK_CHOICES:
         raise MlprobeError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
                            ref="E603", exit_code=EXIT_USAGE)
@@ -291,14 +294,14 @@ def run_verify(
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     target = resolve_python(python)
     opts = {"quick": quick, "timeout": float(timeout), "stall": float(stall or min(timeout, DEFAULT_STALL)),
-            "inject": inject, "overrides": dict(overrides or {})}
+            "inject": inject, "overrides": dict(overrides or {}), "env": dict(env or {})}
 
     def note(ev: Dict[str, Any]) -> None:
         if on_event is not None:
             on_event(ev)
 
     note({"event": "discover", "python": target})
-    disc = discover(target, timeout=min(timeout, 60.0))
+    disc = discover(target, timeout=min(timeout, 60.0), env=env)
     chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
     results: List[Dict[str, Any]] = []
     no_match: List[Dict[str, Any]] = []  # frameworks that have no device matching --device
@@ -392,7 +395,9 @@ def run_verify(
         "python": {"executable": target, "version": disc.get("python"), "prefix": disc.get("prefix"),
                    "platform": disc.get("platform"),
                    "machine": disc.get("machine"), "cpu_count": disc.get("cpu_count")},
-        "request": {"framework": framework, "device": device, "quick": quick},
+        "request": {"framework": framework, "device": device, "quick": quick,
+                    "env": {k: str(v) for k, v in sorted((env or {}).items())
+                            if k not in ("PATH", "VIRTUAL_ENV")} or None},
         "overrides": dict(overrides or {}) or None,
         "frameworks": fw_records, "results": results, "cpu_peers": peers, "best_cpu": best_cpu,
         "tolerances": dict(TOLERANCES, **{k: v for k, v in (overrides or {}).items() if k in TOLERANCES}),
