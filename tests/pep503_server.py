@@ -14,6 +14,7 @@ import html
 import json
 import threading
 import time
+import urllib.parse
 import zipfile
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -141,8 +142,18 @@ class _Handler(BaseHTTPRequestHandler):
         if cfg.status_override:
             self._send(cfg.status_override, b"unavailable\n", "text/plain", head)
             return
-        path = self.path.split("?", 1)[0]
+        path = urllib.parse.unquote(self.path.split("?", 1)[0])
         parts = [p for p in path.split("/") if p]
+        if idx.variant is not None:
+            # PyTorch's layout: /whl/<variant>/<project>/ pages, the files beside them in /whl/<variant>/
+            if parts[:2] != ["whl", idx.variant]:
+                self._send(404, b"not found\n", "text/plain", head)
+                return
+            rest = parts[2:]
+            if len(rest) == 1 and rest[0].endswith((".whl", ".whl.metadata")):
+                parts = ["files", rest[0]]
+            else:
+                parts = ["simple"] + rest
         if parts[:1] == ["simple"] and len(parts) == 1:
             body = "".join(f'<a href="{n}/">{n}</a>\n' for n in sorted(idx.projects()))
             self._send(200, f"<!DOCTYPE html><html><body>{body}</body></html>".encode(), "text/html", head)
@@ -172,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if not cfg.serve_metadata:
                     self._send(404, b"not found\n", "text/plain", head)
                     return
-                self._send(200, wheel_metadata(wheel), "text/plain", head)
+                self._send(200, idx.metadata(wheel), "text/plain", head)
                 return
             data = wheel.read_bytes()
             if wheel_name in cfg.slow_files and not head and idx._fetch_count(wheel_name) >= cfg.slow_from_nth:
@@ -205,8 +216,11 @@ class LocalIndex:
     """Serves the wheels in `folder` as /simple/<project>/ and /files/<wheel>."""
 
     def __init__(self, folder: Path, config: Optional[IndexConfig] = None,
-                 max_requests: int = 2000, lifetime_s: float = 300.0) -> None:
+                 max_requests: int = 2000, lifetime_s: float = 300.0, variant: Optional[str] = None) -> None:
         self.folder = folder
+        self.variant = variant  # serve PyTorch's layout (/whl/<variant>/…) instead of /simple/
+        self._hashes: Dict[Path, str] = {}
+        self._metadata: Dict[Path, bytes] = {}
         self.config = config or IndexConfig()
         self.max_requests = max_requests
         self.lifetime_s = lifetime_s
@@ -230,8 +244,27 @@ class LocalIndex:
         found = [p for p in self._wheels() if canonicalize_name(parse_wheel_filename(p.name)[0]) == project]
         return found or None
 
+    def _sha256(self, wheel: Path) -> str:
+        if wheel not in self._hashes:  # a torch wheel is hundreds of MB: hash it once
+            h = hashlib.sha256()
+            with open(wheel, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            self._hashes[wheel] = h.hexdigest()
+        return self._hashes[wheel]
+
+    def metadata(self, wheel: Path) -> bytes:
+        if wheel not in self._metadata:
+            self._metadata[wheel] = wheel_metadata(wheel)
+        return self._metadata[wheel]
+
+    def _href(self, name: str) -> str:
+        if self.variant is not None:
+            return f"/whl/{self.variant}/{urllib.parse.quote(name)}"
+        return f"../../files/{name}"
+
     def _requires_python(self, wheel: Path) -> Optional[str]:
-        for line in wheel_metadata(wheel).decode("utf-8", "replace").splitlines():
+        for line in self.metadata(wheel).decode("utf-8", "replace").splitlines():
             if line.startswith("Requires-Python:"):
                 return line.split(":", 1)[1].strip()
         return None
@@ -239,15 +272,15 @@ class LocalIndex:
     def html_page(self, project: str, files: List[Path]) -> str:
         rows = []
         for p in files:
-            sha = hashlib.sha256(p.read_bytes()).hexdigest()
+            sha = self._sha256(p)
             attrs = ""
             rp = self._requires_python(p)
             if rp:
                 attrs += f' data-requires-python="{html.escape(rp)}"'
             if self.config.serve_metadata:
-                msha = hashlib.sha256(wheel_metadata(p)).hexdigest()
+                msha = hashlib.sha256(self.metadata(p)).hexdigest()
                 attrs += f' data-dist-info-metadata="sha256={msha}" data-core-metadata="sha256={msha}"'
-            rows.append(f'<a href="../../files/{p.name}#sha256={sha}"{attrs}>{p.name}</a><br/>')
+            rows.append(f'<a href="{self._href(p.name)}#sha256={sha}"{attrs}>{p.name}</a><br/>')
         return ("<!DOCTYPE html><html><head><meta name=\"pypi:repository-version\" content=\"1.0\">"
                 f"<title>Links for {project}</title></head><body><h1>Links for {project}</h1>\n"
                 + "\n".join(rows) + "\n</body></html>\n")
@@ -256,15 +289,15 @@ class LocalIndex:
         out = []
         for p in files:
             entry: Dict[str, object] = {
-                "filename": p.name, "url": f"../../files/{p.name}",
-                "hashes": {"sha256": hashlib.sha256(p.read_bytes()).hexdigest()},
+                "filename": p.name, "url": self._href(p.name),
+                "hashes": {"sha256": self._sha256(p)},
                 "size": p.stat().st_size,
             }
             rp = self._requires_python(p)
             if rp:
                 entry["requires-python"] = rp
             if self.config.serve_metadata:
-                entry["core-metadata"] = {"sha256": hashlib.sha256(wheel_metadata(p)).hexdigest()}
+                entry["core-metadata"] = {"sha256": hashlib.sha256(self.metadata(p)).hexdigest()}
             out.append(entry)
         return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": out})
 
@@ -287,6 +320,8 @@ class LocalIndex:
 
     @property
     def url(self) -> str:
+        if self.variant is not None:
+            return f"http://127.0.0.1:{self.port}/whl"  # the base; <base>/<variant> is the index
         return f"http://127.0.0.1:{self.port}/simple/"
 
     def start(self) -> "LocalIndex":

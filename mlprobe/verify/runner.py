@@ -332,8 +332,8 @@ def run_verify(
             if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
                 fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
                               "images_per_s": _ips(rec), "device": did}
-        if device and not any(wanted(run.meta[d], device) and run.meta[d]["kind"] != "cpu" for d in todo) \
-                and device.lower() != "cpu":
+        # (a requested CPU device such as PlaidML's llvm_cpu.0 is a match like any other)
+        if device and not any(wanted(run.meta[d], device) for d in todo) and device.lower() != "cpu":
             reasons = [u["reason"] for u in run.unavailable if wanted(u, device) or u.get("id") == device]
             no_match.append(_unavailable_record(
                 fw, run.version, target, device,
