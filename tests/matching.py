@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, List
 
 
 def mismatches(expected: Any, actual: Any, path: str = "") -> List[str]:

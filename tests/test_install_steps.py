@@ -48,7 +48,7 @@ def test_plan_from_a_real_recommendation_without_index_url() -> None:
     # never falls back to pip's own configuration without being told to.
     with pytest.raises(MlprobeError) as e:
         build_plan(PLAN_REC, InstallOptions())
-    assert e.value.ref == "E514" and e.value.exit_code == 2
+    assert e.value.ref == "E518" and e.value.exit_code == 2
     for option in ("--index-url", "--find-links", "--use-pip-config"):
         assert option in (e.value.next_step or "")
     plan = build_plan(PLAN_REC, InstallOptions(use_pip_config=True))

@@ -298,3 +298,36 @@ def test_this_machine_torch_plan() -> None:
     assert plan["top"]["torch"] == "torch-cpu"
     e = plan["recommended"][0]
     assert e["backend"] == "cpu" and e["verify"] == {"framework": "torch", "device": "cpu"}
+
+
+ALL_FIXTURES = [d for d in fixture_dirs() if not d.name.startswith("verify-")]
+
+
+def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No placeholder in any command, index or package; PyTorch recipes name PyTorch's own index."""
+    monkeypatch.delenv("MLPROBE_PYTORCH_INDEX_URL", raising=False)
+    with_index = 0
+    for folder in ALL_FIXTURES:
+        plan = json.loads(json.dumps(make_plan(_report(folder), framework="torch")))
+        for e in plan["recommended"]:
+            text = json.dumps([e["commands"], e["index"], e["index_url"], e["packages"]])
+            assert "<" not in text and ">" not in text.replace(">=", ""), (folder.name, text)
+            if e["index"]:
+                with_index += 1
+                assert e["index_url"] == f"https://download.pytorch.org/whl/{e['index']}", (folder.name, e)
+                assert any(f"--index-url {e['index_url']}" in c for c in e["commands"]), e["commands"]
+        assert not any("pytorch-index" in w for w in plan["warnings"]), plan["warnings"]
+    assert with_index >= 20, "the fixtures should recommend PyTorch-index builds (cpu, cu*, rocm*)"
+
+
+def test_mirror_from_the_environment_replaces_pytorchs_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLPROBE_PYTORCH_INDEX_URL", "http://127.0.0.1:8080/whl/")
+    plan = make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch")
+    top = plan["recommended"][0]
+    assert top["recipe"] == "torch-cuda" and top["index_url"] == f"http://127.0.0.1:8080/whl/{top['index']}"
+    monkeypatch.setenv("MLPROBE_PYTORCH_INDEX_URL", "ftp://mirror.example/whl")
+    from mlprobe.errors import MlprobeError
+
+    with pytest.raises(MlprobeError) as e:
+        make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch")
+    assert e.value.ref == "E517" and "MLPROBE_PYTORCH_INDEX_URL" in e.value.what

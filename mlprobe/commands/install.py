@@ -10,11 +10,14 @@ from .common import add_replay
 
 SOURCES_HELP = """\
 where packages come from:
-  By default the recipe's own index (e.g. PyTorch's CPU or CUDA index) is the only index: it
+  By default the recipe's own index is the only source: PyTorch's wheel index for its builds
+  (https://download.pytorch.org/whl/<cpu|cuXYZ|rocmX.Y|xpu>, or the mirror named by
+  MLPROBE_PYTORCH_INDEX_URL), the Python Package Index (pip's default index) for the rest. It
   replaces the index-url, extra-index-url and find-links of pip's configuration, so that no other
-  build of the same package can slip in. pip's other settings (proxy, cert, timeout, constraints)
-  still apply.
-  --index-url URL     your index (a mirror) replaces the recipe's.
+  build of the same package can slip in; pip's other settings (proxy, cert, timeout, constraints)
+  still apply. Before anything is written the index is asked for each package: if it does not
+  answer, mlprobe stops (exit 3) and says which option to use. It never switches sources by itself.
+  --index-url URL     your index (a mirror) replaces the recipe's (http, https or file URLs).
   --find-links DIR    adds a folder of wheels (repeatable); with --no-index, only those folders.
   --use-pip-config    mlprobe passes no source: pip's own configuration (pip.conf, PIP_* variables,
                       find-links and extra indexes included) decides. Uses pip, not uv. For a recipe
@@ -24,10 +27,15 @@ where packages come from:
 
   Offline or air-gapped:  mlprobe install --apply --no-index --find-links /path/to/wheels
   Behind a mirror:        mlprobe install --apply --index-url https://mirror.example/simple
+  A PyTorch mirror:       MLPROBE_PYTORCH_INDEX_URL=https://mirror.example/whl mlprobe install --apply
   pip.conf knows best:    mlprobe install --apply --use-pip-config
 
 Without --apply nothing is written to disk: the steps are printed, each index is checked, and pip
-resolves the packages with --dry-run (no cache) to show what would land."""
+resolves the packages with --dry-run (no cache) to show what would land.
+
+exit codes: 0 installed (and verified) / steps shown and resolvable; 1 the install or its checks
+failed (the environment was restored); 2 usage (a bad option, URL or recipe); 3 nothing to do
+(no recipe fits, an index does not answer, no build for this Python); 130 interrupted."""
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -61,6 +69,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ap.add_argument("--apply", action="store_true", help="install (nothing is written without it)")
     ap.add_argument("--venv", metavar="PATH", type=Path,
                     help="the venv to create, or an existing one to reuse (default: ./mlprobe-<recipe>-venv)")
+    ap.add_argument("--force", action="store_true",
+                    help="allow a --venv in a system location (/etc, /usr, C:\\Windows, …), refused otherwise")
+    ap.add_argument("--recover", action="store_true",
+                    help="roll back installs that were killed mid-way (kill -9, a closed terminal), then stop; "
+                         "an --apply into the same target does this by itself first")
     ap.add_argument("--system", action="store_true",
                     help="install into the interpreter itself "
                          "(refused when it is externally managed, PEP 668)")
@@ -143,16 +156,77 @@ def _plan_python(python: "str | None") -> "str | None":
     return inspect_interpreter(find_python(python)).major_minor
 
 
-def run(args: argparse.Namespace) -> int:
+def _recover_all(args: argparse.Namespace) -> int:
+    import sys
+
     from ..errors import EXIT_OK
-    from ..install.apply import apply, prepare
-    from ..install.steps import build_plan
-    from ..render import install_terminal as out
+    from ..install.guard import TargetLock, pending_targets, recover
     from .common import print_json
 
+    wanted = None
+    if args.venv:
+        wanted = str(Path(args.venv).expanduser().absolute())
+    done = []
+    for target in pending_targets():
+        if wanted and target != wanted:
+            continue
+        with TargetLock(target):
+            what = recover(target)
+        if what:
+            done.append(what)
+    if args.json:
+        print_json({"schema": "mlprobe.install-recover/1", "recovered": done})
+    else:
+        for line in done or ["no interrupted install to roll back"]:
+            print(line, file=sys.stderr)
+    return EXIT_OK
+
+
+def _target_of(args: argparse.Namespace, recipe: str) -> str:
+    """The lock and journal key, known before the target is looked at."""
+    import sys
+
+    from ..install.venv import default_venv_path, find_python
+
+    if args.system:
+        return find_python(args.python) if args.python else sys.executable
+    return str((args.venv or default_venv_path(recipe)).expanduser().absolute())
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+    import sys
+
+    from ..install.guard import TargetLock, check_location, recover
+    from ..install.steps import build_plan
+
+    if args.recover:
+        return _recover_all(args)
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)  # type: ignore[arg-type]
+    guard: "contextlib.AbstractContextManager[object]" = contextlib.nullcontext()
+    target = ""
+    if args.apply and not replay:
+        target = _target_of(args, plan.recipe)
+        if not args.system:
+            check_location(Path(target), args.force)
+        guard = TargetLock(target)
+    with guard:
+        if args.apply and not replay:
+            done = recover(target)
+            if done and not args.json:
+                print(done, file=sys.stderr)
+        return _run_locked(args, opts, plan, report, replay)
+
+
+def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "object",
+                replay: bool) -> int:
+    from ..errors import EXIT_OK
+    from ..install.apply import apply, prepare
+    from ..render import install_terminal as out
+    from .common import print_json
+
     with out.status_line(enabled=not args.json) as say:
         pre = prepare(plan, opts, report=report, replay=replay, on_progress=say)  # type: ignore[arg-type]
     if not args.apply:

@@ -305,21 +305,43 @@ def default_log_path(recipe: str) -> Path:
     return base / f"install-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
-class _SigtermAsInterrupt:
-    def __enter__(self) -> "_SigtermAsInterrupt":
-        self.old: Any = None
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
-            def handler(signum: int, frame: Any) -> None:
-                raise KeyboardInterrupt
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (the terminal or the ssh session closed): rolled back like Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def target_name(env: "TargetEnv") -> str:
+    """What the lock and the journal are keyed on: the venv folder, or the interpreter itself."""
+    return str(env.path) if env.path is not None else env.python
+
+
+class _SignalsAsInterrupt:
+    """SIGTERM and SIGHUP become an interrupt inside the transaction, so both roll back."""
+
+    def __enter__(self) -> "_SignalsAsInterrupt":
+        self.old: Dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return self
+
+        def handler(signum: int, frame: Any) -> None:
+            raise Stopped(signum)
+
+        for name in ("SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
             try:
-                self.old = signal.signal(signal.SIGTERM, handler)
+                self.old[sig] = signal.signal(sig, handler)
             except (ValueError, OSError):
-                self.old = None
+                continue
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
+        for sig, old in self.old.items():
+            signal.signal(sig, old)
 
 
 def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeout: float,
@@ -348,20 +370,23 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     assert pre.backend is not None
     info = env.info
     assert info is not None
+    journal = target_name(env)
     if env.mode == "new-venv":
         assert env.path is not None
-        txn = Transaction(transcript, new_venv=env.path, new_venv_was_empty_dir=env.state == "empty")
+        txn = Transaction(transcript, new_venv=env.path, new_venv_was_empty_dir=env.state == "empty",
+                          journal=journal)
     elif env.mode == "venv":
         assert env.path is not None
-        txn = Transaction(transcript, env_python=env.python, roots=[env.path])
+        txn = Transaction(transcript, env_python=env.python, roots=[env.path], journal=journal)
     else:
         roots = sorted({Path(p) for p in (info.purelib, info.platlib, info.scripts) if p})
-        txn = Transaction(transcript, env_python=env.python, roots=roots, shallow=[Path(info.prefix)])
+        txn = Transaction(transcript, env_python=env.python, roots=roots, shallow=[Path(info.prefix)],
+                          journal=journal)
     python = env.python
     scripts_written: List[str] = []
     import_ok = False
     try:
-        with _SigtermAsInterrupt(), txn:
+        with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
                 assert env.path is not None
                 progress.step(f"creating {env.path}")
@@ -420,12 +445,14 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 shown_version = r.output.strip().splitlines()[-1] if r.output.strip() else ""
                 progress.done(f"import {imp} works ({shown_version})")
             import_ok = True
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
-        transcript.note("interrupted")
+        how = (f"stopped by {signal.Signals(exc.signum).name}" if isinstance(exc, Stopped)
+               else "interrupted (Ctrl-C)")
+        transcript.note(how)
         transcript.close()
         progress.close()
-        raise MlprobeError("interrupted (Ctrl-C) while installing", why=summary,
+        raise MlprobeError(f"{how} while installing", why=summary,
                            next_step=f"run the same command again when ready; the log is {log_path}",
                            ref="E507", exit_code=EXIT_INTERRUPTED) from None
     except MlprobeError as exc:

@@ -120,6 +120,48 @@ class Result:
         return "".join(self.tail)
 
 
+# On Linux a child that changes an environment must not outlive mlprobe (kill -9, a closed terminal),
+# nor must its own children (`pip --python` runs a second pip). A small supervisor asks the kernel for
+# SIGTERM when mlprobe dies (checking mlprobe's pid after asking, in case it died in between), runs
+# the command in its own process group, and on SIGTERM or SIGHUP kills that whole group. Ctrl-C goes
+# to the group as before and reaches the command itself.
+_SUPERVISOR = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)\n"  # PR_SET_PDEATHSIG
+    "if os.getppid() != int(sys.argv[1]): sys.exit(137)\n"
+    "def end(signum, frame):\n"
+    "    os.killpg(0, signal.SIGKILL)\n"
+    "signal.signal(signal.SIGTERM, end)\n"
+    "signal.signal(signal.SIGHUP, end)\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "    signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+    "    signal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+    "    try:\n"
+    "        os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "    except OSError as exc:\n"
+    "        sys.stderr.write(str(exc) + '\\n'); os._exit(127)\n"
+    "while True:\n"
+    "    try:\n"
+    "        _, status = os.waitpid(pid, 0); break\n"
+    "    except InterruptedError:\n"
+    "        continue\n"
+    "if os.WIFSIGNALED(status):\n"
+    "    sig = os.WTERMSIG(status)\n"
+    "    signal.signal(sig, signal.SIG_DFL); os.kill(os.getpid(), sig)\n"
+    "sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)\n"
+)
+
+
+def die_with_parent(argv: List[str]) -> List[str]:
+    """argv wrapped so that the process is killed when mlprobe dies (Linux); argv elsewhere."""
+    if not sys.platform.startswith("linux") or not argv:
+        return argv
+    return [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *argv]
+
+
 def run_logged(
     argv: List[str],
     *,
@@ -141,7 +183,7 @@ def run_logged(
     else:
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        die_with_parent(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         env=env, text=True, encoding="utf-8", errors="replace", bufsize=1, **kwargs,  # type: ignore[call-overload]
     )
     if on_start is not None:

@@ -265,7 +265,7 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
                            why="the recommendation carries no index URL",
                            next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
                                      "or --use-pip-config (let pip's own configuration choose)",
-                           ref="E514", exit_code=EXIT_USAGE)
+                           ref="E518", exit_code=EXIT_USAGE)
     label = _label_of(index, str(url) if url else None) if (index or url) else None
     framework = rec.get("framework")
     verify: Dict[str, Any] = rec["verify"] if isinstance(rec.get("verify"), dict) else {}

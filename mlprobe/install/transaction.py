@@ -156,8 +156,10 @@ class Transaction:
 
     def __init__(self, transcript: Transcript, *, env_python: Optional[str] = None,
                  roots: Optional[List[Path]] = None, new_venv: Optional[Path] = None,
-                 new_venv_was_empty_dir: bool = False, shallow: Optional[List[Path]] = None) -> None:
+                 new_venv_was_empty_dir: bool = False, shallow: Optional[List[Path]] = None,
+                 journal: Optional[str] = None) -> None:
         self.transcript = transcript
+        self.journal = journal  # the target whose journal (guard.py) records this transaction
         self.env_python = env_python
         self.roots = roots or []
         self.shallow = shallow or []
@@ -168,6 +170,47 @@ class Transaction:
         self.backups: Dict[str, Path] = {}
         self.report: Optional[RestoreReport] = None
         self.committed = False
+        self.recovered = False  # rebuilt from a journal after the process that made it died
+
+    # ------------------------------------------------------------------ journal ------------
+    def to_journal(self) -> Dict[str, Any]:
+        before = None
+        if self.before is not None:
+            before = {"dists": self.before.dists, "files": self.before.files, "dirs": sorted(self.before.dirs)}
+        return {"new_venv": str(self.new_venv) if self.new_venv else None,
+                "new_venv_was_empty_dir": self.new_venv_was_empty_dir, "env_python": self.env_python,
+                "roots": [str(r) for r in self.roots], "shallow": [str(r) for r in self.shallow],
+                "backup_dir": str(self.backup_dir) if self.backup_dir else None,
+                "backups": {k: str(v) for k, v in self.backups.items()}, "before": before}
+
+    @classmethod
+    def from_journal(cls, doc: Dict[str, Any], transcript: Transcript) -> "Transaction":
+        txn = cls(transcript, env_python=doc.get("env_python"), roots=[Path(r) for r in doc.get("roots") or []],
+                  new_venv=Path(doc["new_venv"]) if doc.get("new_venv") else None,
+                  new_venv_was_empty_dir=bool(doc.get("new_venv_was_empty_dir")),
+                  shallow=[Path(r) for r in doc.get("shallow") or []], journal=doc.get("target"))
+        before = doc.get("before")
+        if isinstance(before, dict):
+            txn.before = EnvSnapshot(
+                dists={k: (v[0], v[1]) for k, v in (before.get("dists") or {}).items()},
+                files={k: (int(v[0]), int(v[1])) for k, v in (before.get("files") or {}).items()},
+                dirs=set(before.get("dirs") or []))
+        txn.backup_dir = Path(doc["backup_dir"]) if doc.get("backup_dir") else None
+        txn.backups = {k: Path(v) for k, v in (doc.get("backups") or {}).items()}
+        txn.recovered = True
+        return txn
+
+    def _save(self) -> None:
+        if self.journal is not None and not self.committed:
+            from .guard import write_journal
+
+            write_journal(self.journal, self.to_journal())
+
+    def _forget(self) -> None:
+        if self.journal is not None:
+            from .guard import drop_journal
+
+            drop_journal(self.journal)
 
     # ------------------------------------------------------------------ before -------------
     def begin(self) -> None:
@@ -177,14 +220,22 @@ class Transaction:
                                  f"({len(self.before.dists)} distributions, {len(self.before.files)} files):")
             for line in self.before.freeze():
                 self.transcript.write("    " + line)
+            self._save()
 
     def _backup_path(self, original: str) -> Path:
         if self.backup_dir is None:
-            self.backup_dir = Path(tempfile.mkdtemp(prefix="mlprobe-restore-"))
+            if self.journal is not None:  # kept where a later run finds it after a kill -9
+                from .guard import backup_dir_for
+
+                self.backup_dir = backup_dir_for(self.journal)
+                shutil.rmtree(self.backup_dir, ignore_errors=True)
+                self.backup_dir.mkdir(parents=True)
+            else:
+                self.backup_dir = Path(tempfile.mkdtemp(prefix="mlprobe-restore-"))
         rel = original.lstrip("/\\").replace(":", "_")
         return self.backup_dir / rel
 
-    def protect_file(self, path: Path) -> None:
+    def protect_file(self, path: Path, save: bool = True) -> None:
         p = str(path)
         if self.new_venv is not None or p in self.backups or not os.path.lexists(p):
             return
@@ -192,6 +243,8 @@ class Transaction:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dest, follow_symlinks=False)
         self.backups[p] = dest
+        if save:
+            self._save()
 
     def protect_dists(self, names: Iterable[str]) -> List[str]:
         """Save the files of these installed distributions (those the install would replace)."""
@@ -204,8 +257,9 @@ class Transaction:
                 continue
             for f in self.before.dist_files.get(key, []):
                 if os.path.isfile(f) or os.path.islink(f):
-                    self.protect_file(Path(f))
+                    self.protect_file(Path(f), save=False)
             saved.append(f"{self.before.dists[key][0]}=={self.before.dists[key][1]}")
+        self._save()
         if saved:
             self.transcript.note("saved for a rollback: " + ", ".join(saved))
         return saved
@@ -213,6 +267,7 @@ class Transaction:
     # ------------------------------------------------------------------ after --------------
     def commit(self) -> None:
         self.committed = True
+        self._forget()
         self._drop_backups()
         self.transcript.note("committed")
 
@@ -229,6 +284,7 @@ class Transaction:
                 report = RestoreReport(ok=False, missing=[f"rollback error: {exc}"])
             self.transcript.note("rollback: " + report.summary())
             if report.ok:
+                self._forget()
                 self._drop_backups()
             elif self.backup_dir is not None:
                 self.transcript.note(f"the saved files stay in {self.backup_dir}")
@@ -238,6 +294,10 @@ class Transaction:
     def _rollback(self) -> RestoreReport:
         if self.new_venv is not None:
             path = self.new_venv
+            if self.recovered and path.is_dir() and not (path / "pyvenv.cfg").is_file() and any(path.iterdir()):
+                # found after a crash: only what mlprobe was making is removed, nothing put there since
+                return RestoreReport(ok=False, missing=[f"{path} is no longer the venv mlprobe was making: "
+                                                        "left as it is"])
             if self.new_venv_was_empty_dir:
                 for child in list(path.iterdir()) if path.is_dir() else []:
                     if child.is_dir() and not child.is_symlink():
@@ -284,6 +344,7 @@ class Transaction:
 
     # ------------------------------------------------------------------ context ------------
     def __enter__(self) -> "Transaction":
+        self._save()  # before anything in the target changes
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],

@@ -1,0 +1,217 @@
+"""What keeps two installs, a `kill -9` or a closed terminal from losing a person's environment:
+
+- one exclusive lock per target (a venv folder, or an interpreter for --system), taken before the
+  target is even looked at, so two `install --apply` runs never both "create" the same venv;
+- a journal per target, written before anything in the target changes and removed at commit or
+  after a rollback: a journal found by a later run (or `mlprobe install --recover`) is an install
+  that died mid-way, and it is rolled back before anything else happens;
+- refusing system locations (/etc, /usr, C:\\Windows, …) as a venv unless forced.
+
+The lock is filelock's (an OS-level lock: released by the kernel when the holder dies, so a stale
+lock file never blocks). Locks and journals live in the user's cache folder, outside the target,
+because a rollback may delete the target itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
+
+JOURNAL_VERSION = 1
+
+# Folders a venv never belongs in. A path equal to one of these, or inside one, is refused unless
+# --force; the exceptions are the usual writable places inside them.
+_POSIX_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
+                 "/sbin", "/sys", "/usr", "/var", "/System", "/Library", "/private/etc", "/private/var")
+_POSIX_ALLOWED = ("/usr/local", "/var/tmp", "/private/var/folders", "/private/var/tmp", "/var/folders")
+
+
+def state_dir() -> Path:
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "mlprobe" / "transactions"
+
+
+def target_key(target: str) -> str:
+    """One name per target, whatever way the path was written (symlinks and .. resolved)."""
+    norm = os.path.normcase(os.path.realpath(os.path.abspath(target)))
+    return hashlib.sha256(norm.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+
+
+def journal_path(target: str) -> Path:
+    return state_dir() / f"{target_key(target)}.journal.json"
+
+
+def backup_dir_for(target: str) -> Path:
+    return state_dir() / f"{target_key(target)}.backup"
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def system_location(path: Path) -> Optional[str]:
+    """The system folder `path` is (in), or None. Also the running interpreter's own prefix."""
+    real = os.path.realpath(os.path.abspath(str(path)))
+    for prefix in {sys.base_prefix, sys.prefix}:
+        if prefix and os.path.normcase(real) == os.path.normcase(os.path.realpath(prefix)) \
+                and not (Path(real) / "pyvenv.cfg").is_file():
+            return prefix
+    if os.name == "nt":
+        low = real.lower()
+        for var in ("SystemRoot", "ProgramFiles", "ProgramFiles(x86)", "ProgramData"):
+            folder = os.environ.get(var)
+            if folder and (low == folder.lower() or low.startswith(folder.lower().rstrip("\\") + "\\")):
+                return folder
+        if len(real) <= 3:  # a drive root
+            return real
+        return None
+    if real == "/":
+        return "/"
+    if any(_under(real, ok) for ok in _POSIX_ALLOWED):
+        return None
+    for folder in _POSIX_SYSTEM:
+        if _under(real, folder):
+            return folder
+    return None
+
+
+def check_location(path: Path, force: bool) -> None:
+    where = system_location(path)
+    if where and not force:
+        raise MlprobeError(f"{path} is in a system location ({where})",
+                           why="a virtual environment there would mix with files the operating system "
+                               "or its package manager owns",
+                           next_step="pick a folder of your own (e.g. --venv ~/venvs/NAME); "
+                                     "add --force if you really mean that place",
+                           ref="E519", exit_code=EXIT_USAGE)
+
+
+class TargetLock:
+    """An exclusive lock on one install target; a second holder is refused at once, naming the first."""
+
+    def __init__(self, target: str) -> None:
+        from filelock import FileLock
+
+        self.target = target
+        folder = state_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{target_key(target)}.lock"
+        self.info = folder / f"{target_key(target)}.owner"
+        self._lock = FileLock(str(self.path))
+
+    def __enter__(self) -> "TargetLock":
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            owner = ""
+            try:
+                owner = self.info.read_text(encoding="utf-8").strip()
+            except OSError:
+                pass
+            raise MlprobeError(f"another mlprobe install is working on {self.target}",
+                               why=(f"it holds the lock ({owner})" if owner else "it holds the lock"),
+                               next_step="wait for it to finish, then run this again; or pick another --venv PATH",
+                               ref="E520", exit_code=EXIT_FAILURE) from None
+        try:
+            self.info.write_text(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}", encoding="utf-8")
+        except OSError:
+            pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.info.unlink()
+        except OSError:
+            pass
+        self._lock.release()
+
+
+# ---------------------------------------------------------------- the journal ------------------
+
+def write_journal(target: str, doc: Dict[str, Any]) -> Path:
+    """Atomically (write, fsync, rename): a journal is either the old one or the new one."""
+    path = journal_path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    data = json.dumps(dict(doc, journal_version=JOURNAL_VERSION, target=target, pid=os.getpid(),
+                           written=time.time()))
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_journal(target: str) -> Optional[Dict[str, Any]]:
+    path = journal_path(target)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"broken": True, "target": target}
+    return doc if isinstance(doc, dict) else {"broken": True, "target": target}
+
+
+def drop_journal(target: str) -> None:
+    try:
+        journal_path(target).unlink()
+    except OSError:
+        pass
+
+
+def all_journals() -> Iterator[Dict[str, Any]]:
+    folder = state_dir()
+    if not folder.is_dir():
+        return
+    for p in sorted(folder.glob("*.journal.json")):
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("target"), str):
+            yield doc
+
+
+def recover(target: str, say: Any = None) -> Optional[str]:
+    """Roll back an install of `target` that died mid-way (the caller holds the target's lock, so
+    its owner is gone). Returns what was done, or None when there was nothing to recover."""
+    doc = read_journal(target)
+    if doc is None:
+        return None
+    if doc.get("broken") or doc.get("journal_version") != JOURNAL_VERSION:
+        raise MlprobeError(f"an interrupted install of {target} left a journal mlprobe cannot read",
+                           why=str(journal_path(target)),
+                           next_step="check the environment by hand (or recreate it), then delete that file",
+                           ref="E511", exit_code=EXIT_FAILURE)
+    from .proc import Transcript
+    from .transaction import Transaction
+
+    if say:
+        say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
+    txn = Transaction.from_journal(doc, Transcript(None))
+    report = txn.rollback()
+    if not report.ok:
+        raise MlprobeError(f"an interrupted install of {target} could not be rolled back",
+                           why=report.summary(),
+                           next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
+                           ref="E511", exit_code=EXIT_FAILURE)
+    drop_journal(target)
+    return f"rolled back an interrupted install of {target}: {report.summary()}"
+
+
+def pending_targets() -> List[str]:
+    return [str(d["target"]) for d in all_journals()]
