@@ -386,7 +386,7 @@ def _fresh_home_env(work: Path, home: Path) -> Dict[str, str]:
     env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
                                   if d and not os.path.exists(os.path.join(d, "rustc")))
     # The scan's OpenCL enumeration runs PoCL, whose kernel cache lives in ~/.cache/pocl (the scan's
-    # business, not the installer's: reported to the lead).
+    # business, not the installer's).
     env["POCL_CACHE_DIR"] = str(work / "pocl-cache")
     return env
 

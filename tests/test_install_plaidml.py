@@ -1,0 +1,45 @@
+"""PlaidML end to end with one command, as a new user runs it: `mlprobe install --recipe
+plaidml-keras --apply --venv DIR` (the recipe's own index, the compatibility shim, KERAS_BACKEND in
+the activate scripts, the import check in the activated environment), then `mlprobe verify
+--framework plaidml --python DIR/bin/python` without activating: PlaidML's LLVM CPU device,
+correct, learns, verdict CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.registry,
+              pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                                 reason="PlaidML 0.7.0 publishes x86_64 wheels only")]
+
+
+def test_plaidml_installs_and_verifies_on_llvm_cpu(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("KERAS_BACKEND", None)
+    venv = tmp_path / "plaidml"
+    r = subprocess.run([sys.executable, "-m", "mlprobe", "install", "--recipe", "plaidml-keras", "--apply",
+                        "--no-verify", "--venv", str(venv), "--json"], capture_output=True, text=True,
+                       timeout=1200, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(r.stdout)
+    assert doc["result"]["import_ok"] is True
+    assert doc["recipe"]["sources"]["origin"] == "default index"
+    assert "KERAS_BACKEND" in (venv / "bin" / "activate").read_text()
+    v = subprocess.run([sys.executable, "-m", "mlprobe", "verify", "--framework", "plaidml", "--python",
+                        str(venv / "bin" / "python"), "--json", "--quick", "--no-cpu-peers"],
+                       capture_output=True, text=True, timeout=1200, env=env, cwd=tmp_path)
+    assert v.returncode == 0, v.stderr[-3000:]
+    res = json.loads(v.stdout)
+    assert res["request"]["env"]["KERAS_BACKEND"] == "plaidml.keras.backend"  # read from activate
+    cpu = [x for x in res["results"] if x["framework"] == "plaidml" and x["device"] == "llvm_cpu.0"]
+    assert cpu, res["results"]
+    rec = cpu[0]
+    assert rec["verdict"] == "CPU" and rec["correctness"]["passed"] and rec["learning"]["passed"], rec
+    assert not any("sees no" in (x.get("reason") or "") for x in res["results"])
