@@ -264,7 +264,7 @@ def riscv_facts(blocks: List[Dict[str, str]], procs: List[Dict[str, str]]) -> Cp
     have = [w for f, w in (("v", "vector (RVV 1.0)"), ("zvfh", "vector FP16"), ("xtheadvector", "T-Head vector 0.7"))
             if f in flags]
     return CpuFacts(
-        vendor=vendor, vendor_id=mvendor, model=uarch, arch=f"riscv{width.group(1)}" if width else "riscv64",
+        vendor=vendor, vendor_id=mvendor, model=_first(procs, "model name") or uarch, arch=f"riscv{width.group(1)}" if width else "riscv64",
         cores=len(procs) or None, threads=len(procs) or None, flags=flags,
         isa_summary=", ".join(have) if have else "no vector extension listed", source="proc-cpuinfo.txt",
     )
