@@ -131,6 +131,7 @@ class OpenClDevice(_ToDict):
     board_name: Optional[str] = None  # AMD's board name extension
     pci_bus_id: Optional[str] = None
     host_unified_memory: Optional[bool] = None  # CL_DEVICE_HOST_UNIFIED_MEMORY: an integrated GPU
+    compute_capability: Optional[str] = None  # NVIDIA: cl_nv_device_attribute_query, "8.6"
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,9 @@ def _enumerate() -> int:
         for d in devices:
             ext = _info(d, di, "EXTENSIONS") or ""
             board = _info(d, di, "BOARD_NAME_AMD") if "cl_amd_device_attribute_query" in ext else None
+            cc = None
+            if "cl_nv_device_attribute_query" in ext:
+                cc = [_info(d, di, "COMPUTE_CAPABILITY_MAJOR_NV"), _info(d, di, "COMPUTE_CAPABILITY_MINOR_NV")]
             devs.append({
                 "name": (_info(d, di, "NAME") or "").strip() or None,
                 "type": _type_name(_info(d, di, "TYPE")),
@@ -111,6 +114,7 @@ def _enumerate() -> int:
                 "fp16": "cl_khr_fp16" in ext,
                 "fp64": "cl_khr_fp64" in ext or bool(_info(d, di, "DOUBLE_FP_CONFIG")),
                 "board_name": board,
+                "compute_capability": cc,
             })
         out.append({"name": _info(p, pi, "NAME"), "vendor": _info(p, pi, "VENDOR"),
                     "version": _info(p, pi, "VERSION"), "devices": devs})
