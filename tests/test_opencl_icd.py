@@ -7,7 +7,6 @@ import glob
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -71,4 +70,3 @@ def test_a_missing_vendors_dir_still_gives_the_listed_libraries(tmp_path: Path) 
     assert got and [p.read_text().strip() for p in tmp_path.iterdir()] == ["libnvidia-opencl.so.1"]
 
 
-assert sys.version_info >= (3, 7)
