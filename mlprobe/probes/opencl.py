@@ -402,11 +402,20 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         if m:
             pci_device_id = hex_id(m.group(1))
     integrated = dev.host_unified_memory
+    cc, arch = dev.compute_capability, None
+    if vendor == "nvidia":
+        # A known NVIDIA product name always carries its compute capability (knowledge/nvidia_gpus.json).
+        from .nvidia import architecture_for, compute_capability_for
+
+        cc = cc or compute_capability_for(name)
+        arch = architecture_for(cc)
+    elif vendor == "amd" and gfx is None and dev.name:
+        gfx = _amd_codename_gfx(dev.name)
     return GpuFacts(
         vendor=vendor, name=name, driver_version=dev.driver_version if vendor != "nvidia" else _nv_driver(dev),
         # An integrated GPU's "global memory" is a share of system RAM, not memory of its own.
         memory_bytes=None if integrated else dev.global_memory_bytes, integrated=integrated,
-        apis=("opencl",), compute_units=dev.compute_units, compute_capability=dev.compute_capability,
+        apis=("opencl",), compute_units=dev.compute_units, compute_capability=cc, architecture=arch,
         runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id, sources=("opencl",),
     )
 
@@ -418,6 +427,18 @@ def _amd_product(gfx: str) -> Optional[str]:
 
     names = {str(r.get("name")) for r in kb.rows("amd_gfx") if r.get("gfx_target") == gfx and r.get("name")}
     return names.pop() if len(names) == 1 else None
+
+
+def _amd_codename_gfx(name: str) -> Optional[str]:
+    """AMD's pre-ROCm OpenCL (APP SDK/Catalyst/Adrenalin PAL) names GCN devices by chip codename
+    ("Tonga", "Ellesmere", "Spectre"): the gfx target from knowledge/amd_opencl_names.json."""
+    from .. import kb
+
+    key = name.strip().lower()
+    for row in kb.rows("amd_opencl_names"):
+        if str(row.get("name", "")).lower() == key:
+            return str(row["gfx_target"])
+    return None
 
 
 def _nv_driver(dev: OpenClDevice) -> Optional[str]:
