@@ -110,7 +110,8 @@ def _cc(v: Any) -> Optional[str]:
     """NVIDIA's compute capability as clinfo prints it ("8.6"), or (major, minor) from JSON."""
     if isinstance(v, (list, tuple)) and len(v) == 2:
         major, minor = _to_int(v[0]), _to_int(v[1])
-        return f"{major}.{minor}" if major is not None and minor is not None and 1 <= major <= 99 else None
+        ok = major is not None and minor is not None and 1 <= major <= 99 and 0 <= minor <= 99
+        return f"{major}.{minor}" if ok else None
     m = re.match(r"^\s*(\d{1,2})\.(\d{1,2})\b", v) if isinstance(v, str) else None
     return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
 
