@@ -45,7 +45,9 @@ def classes() -> Dict[str, List[Tuple[Path, str, Callable[[str], object]]]]:
     out: Dict[str, List[Tuple[Path, str, Callable[[str], object]]]] = {}
     for path in sorted(FIXTURES.glob("*/proc-cpuinfo.txt")):
         port = detect_port(cpu._kv_blocks(decode(path.read_bytes())))
-        name = {"x86": "cpuinfo x86 (peer)", "arm": "cpuinfo arm/arm64"}.get(port or "", "cpuinfo other ports")
+        name = {"x86": "cpuinfo x86 (peer)", "arm": "cpuinfo arm/arm64"}.get(
+            port or "", "cpuinfo other ports"
+        )
         out.setdefault(name, []).append((path, "proc-cpuinfo.txt", cpu.parse_proc_cpuinfo))
     for path in sorted(FIXTURES.glob("*/clinfo.txt")):
         out.setdefault("clinfo text", []).append((path, "clinfo.txt", opencl.parse_clinfo))
@@ -75,16 +77,22 @@ def main() -> int:
             host = ReplayHost(path.parent)
             scan(host)
             replay_ms.append(median_ms(lambda: scan(ReplayHost(path.parent)), max(5, args.n // 5)))
-        rows.append((name, len(items), statistics.median(parse_ms), max(parse_ms), statistics.median(replay_ms)))
-    print(f"{'class':24} {'bundles':>7} {'parse median ms':>16} {'parse max ms':>13} {'replay median ms':>17}")
+        rows.append(
+            (name, len(items), statistics.median(parse_ms), max(parse_ms), statistics.median(replay_ms))
+        )
+    print(
+        f"{'class':24} {'bundles':>7} {'parse median ms':>16} {'parse max ms':>13} {'replay median ms':>17}"
+    )
     for name, count, med, worst, replay in rows:
         print(f"{name:24} {count:7d} {med:16.3f} {worst:13.3f} {replay:17.2f}")
     peer = next((r for r in rows if r[0].startswith("cpuinfo x86")), None)
     if peer:
         for name, _count, med, worst, _replay in rows:
             if name.startswith("cpuinfo") and name != peer[0]:
-                print(f"{name}: median {med / peer[2]:.2f}x the x86 path; worst capture {worst:.3f} ms "
-                      f"({'within' if worst < 5 else 'OVER'} the 5 ms budget)")
+                print(
+                    f"{name}: median {med / peer[2]:.2f}x the x86 path; worst capture {worst:.3f} ms "
+                    f"({'within' if worst < 5 else 'OVER'} the 5 ms budget)"
+                )
     return 0
 
 

@@ -48,16 +48,20 @@ def test_each_port_is_recognised_by_its_layout(folder: str, port: str) -> None:
 
 def test_the_board_line_is_never_the_cpu_model() -> None:
     # arm32: `Hardware : SAMSUNG EXYNOS5` is the board; powerpc: `machine : PowerNV 9006-22P`.
-    arm = cpu.parse_proc_cpuinfo(decode((FIXTURES / "linux-nogpu-armv7-exynos5-cortex-a15-cpuinfo" /
-                                         "proc-cpuinfo.txt").read_bytes()))
+    arm = cpu.parse_proc_cpuinfo(
+        decode((FIXTURES / "linux-nogpu-armv7-exynos5-cortex-a15-cpuinfo" / "proc-cpuinfo.txt").read_bytes())
+    )
     assert arm.model == "Cortex-A15" and "EXYNOS" not in (arm.model or "")
-    ppc = cpu.parse_proc_cpuinfo(decode((FIXTURES / "linux-nogpu-ppc64le-power9-cpuinfo" /
-                                         "proc-cpuinfo.txt").read_bytes()))
+    ppc = cpu.parse_proc_cpuinfo(
+        decode((FIXTURES / "linux-nogpu-ppc64le-power9-cpuinfo" / "proc-cpuinfo.txt").read_bytes())
+    )
     assert ppc.model == "POWER9"
 
 
 def test_big_little_lists_every_core_kind_once_with_counts() -> None:
-    c = cpu.parse_proc_cpuinfo(decode((FIXTURES / "linux-arm64-nvidia-gb10-cpuinfo" / "proc-cpuinfo.txt").read_bytes()))
+    c = cpu.parse_proc_cpuinfo(
+        decode((FIXTURES / "linux-arm64-nvidia-gb10-cpuinfo" / "proc-cpuinfo.txt").read_bytes())
+    )
     kinds = {k.name: k.count for k in c.core_types}
     assert kinds == {"Cortex-A725": 10, "Cortex-X925": 10}
     assert sum(kinds.values()) == c.threads
@@ -65,8 +69,10 @@ def test_big_little_lists_every_core_kind_once_with_counts() -> None:
 
 
 def test_an_unknown_part_keeps_its_ids_and_no_invented_name() -> None:
-    text = ("processor\t: 0\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
-            "CPU variant\t: 0x0\nCPU part\t: 0xfff\nCPU revision\t: 0\n")
+    text = (
+        "processor\t: 0\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
+        "CPU variant\t: 0x0\nCPU part\t: 0xfff\nCPU revision\t: 0\n"
+    )
     c = cpu.parse_proc_cpuinfo(text)
     assert c.arch == "aarch64" and c.vendor == "arm"
     assert [(k.name, k.part) for k in c.core_types] == [(None, "0xfff")]
@@ -100,7 +106,8 @@ def test_riscv_isa_string(isa: str, has: set, lacks: set) -> None:
 
 def test_arm_summary_says_what_is_missing() -> None:
     assert cpu_ports.arm_isa_summary(("asimd", "asimddp")) == (
-        "NEON, dot product; no BF16, Int8 matrix multiply, SVE, SME")
+        "NEON, dot product; no BF16, Int8 matrix multiply, SVE, SME"
+    )
     assert "no NEON" in cpu_ports.arm_isa_summary(())
 
 

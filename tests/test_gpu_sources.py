@@ -29,19 +29,67 @@ def test_every_example_of_a_row_gets_that_rows_compute_capability(row: dict) -> 
 # Product names as nvidia-smi / OpenCL print them, Maxwell to Blackwell, across the market segments
 # of NVIDIA's CUDA GPUs page. A known name without a compute capability is a bug.
 PRODUCTS = [
-    "GeForce GTX 750 Ti", "GeForce GTX 960", "GeForce GTX 980 Ti", "GeForce GTX 960M", "GeForce 940MX",
-    "GeForce MX130", "Quadro M4000", "Quadro M1200", "Tesla M60", "Tesla M10", "NVIDIA Jetson Nano",
-    "GeForce GTX 1060 6GB", "NVIDIA GeForce GTX 1050 Ti", "GeForce GT 1030", "Quadro P400", "Quadro P2200",
-    "Tesla P100-PCIE-16GB", "Tesla P40", "NVIDIA TITAN Xp", "Tesla V100-SXM2-16GB", "Quadro GV100", "TITAN V",
-    "NVIDIA GeForce RTX 2080 Ti", "NVIDIA GeForce GTX 1660 SUPER", "NVIDIA GeForce GTX 1630", "Quadro RTX 5000",
-    "NVIDIA T400 4GB", "NVIDIA T1000 8GB", "Tesla T4", "NVIDIA GeForce MX450",
-    "NVIDIA A100-SXM4-80GB", "NVIDIA A800 80GB PCIe", "NVIDIA A30", "NVIDIA A10", "NVIDIA A10G", "NVIDIA A2",
-    "NVIDIA RTX A4000", "NVIDIA RTX A500 Laptop GPU", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3050 Laptop GPU",
-    "NVIDIA Jetson AGX Orin", "NVIDIA L4", "NVIDIA L40S", "NVIDIA L20", "NVIDIA RTX 4000 Ada Generation",
-    "NVIDIA RTX 2000 Ada Generation Laptop GPU", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4060 Laptop GPU",
-    "NVIDIA H100 80GB HBM3", "NVIDIA H800", "NVIDIA H20", "NVIDIA H200", "NVIDIA GH200 480GB",
-    "NVIDIA B200", "NVIDIA B300", "NVIDIA GB200", "NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 5070 Laptop GPU",
-    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "NVIDIA GB10", "NVIDIA Jetson AGX Thor",
+    "GeForce GTX 750 Ti",
+    "GeForce GTX 960",
+    "GeForce GTX 980 Ti",
+    "GeForce GTX 960M",
+    "GeForce 940MX",
+    "GeForce MX130",
+    "Quadro M4000",
+    "Quadro M1200",
+    "Tesla M60",
+    "Tesla M10",
+    "NVIDIA Jetson Nano",
+    "GeForce GTX 1060 6GB",
+    "NVIDIA GeForce GTX 1050 Ti",
+    "GeForce GT 1030",
+    "Quadro P400",
+    "Quadro P2200",
+    "Tesla P100-PCIE-16GB",
+    "Tesla P40",
+    "NVIDIA TITAN Xp",
+    "Tesla V100-SXM2-16GB",
+    "Quadro GV100",
+    "TITAN V",
+    "NVIDIA GeForce RTX 2080 Ti",
+    "NVIDIA GeForce GTX 1660 SUPER",
+    "NVIDIA GeForce GTX 1630",
+    "Quadro RTX 5000",
+    "NVIDIA T400 4GB",
+    "NVIDIA T1000 8GB",
+    "Tesla T4",
+    "NVIDIA GeForce MX450",
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA A800 80GB PCIe",
+    "NVIDIA A30",
+    "NVIDIA A10",
+    "NVIDIA A10G",
+    "NVIDIA A2",
+    "NVIDIA RTX A4000",
+    "NVIDIA RTX A500 Laptop GPU",
+    "NVIDIA GeForce RTX 3090",
+    "NVIDIA GeForce RTX 3050 Laptop GPU",
+    "NVIDIA Jetson AGX Orin",
+    "NVIDIA L4",
+    "NVIDIA L40S",
+    "NVIDIA L20",
+    "NVIDIA RTX 4000 Ada Generation",
+    "NVIDIA RTX 2000 Ada Generation Laptop GPU",
+    "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce RTX 4060 Laptop GPU",
+    "NVIDIA H100 80GB HBM3",
+    "NVIDIA H800",
+    "NVIDIA H20",
+    "NVIDIA H200",
+    "NVIDIA GH200 480GB",
+    "NVIDIA B200",
+    "NVIDIA B300",
+    "NVIDIA GB200",
+    "NVIDIA GeForce RTX 5090",
+    "NVIDIA GeForce RTX 5070 Laptop GPU",
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+    "NVIDIA GB10",
+    "NVIDIA Jetson AGX Thor",
 ]
 
 
@@ -58,34 +106,59 @@ def test_mobile_maxwell_is_not_read_as_desktop_maxwell() -> None:
     assert nv.compute_capability_for("GeForce GTX 980M") == "5.2"  # GM204
 
 
-@pytest.mark.parametrize("arch, cc", [("Hopper", "9.0"), ("Ada Lovelace", "8.9"), ("Turing", "7.5"),
-                                      ("Ampere", None), ("Blackwell", None), ("Pascal", None), ("", None)])
+@pytest.mark.parametrize(
+    "arch, cc",
+    [
+        ("Hopper", "9.0"),
+        ("Ada Lovelace", "8.9"),
+        ("Turing", "7.5"),
+        ("Ampere", None),
+        ("Blackwell", None),
+        ("Pascal", None),
+        ("", None),
+    ],
+)
 def test_smi_architecture_implies_a_value_only_when_it_has_one(arch: str, cc: Any) -> None:
     assert nv.compute_capability_for_architecture(arch) == cc
 
 
 def test_smi_q_architecture_fills_an_unknown_name() -> None:
-    text = ("==============NVSMI LOG==============\n\nDriver Version : 570.86.15\nCUDA Version : 12.8\n\n"
-            "Attached GPUs : 1\nGPU 00000000:01:00.0\n    Product Name : NVIDIA Future Hopper Part\n"
-            "    Product Architecture : Hopper\n")
+    text = (
+        "==============NVSMI LOG==============\n\nDriver Version : 570.86.15\nCUDA Version : 12.8\n\n"
+        "Attached GPUs : 1\nGPU 00000000:01:00.0\n    Product Name : NVIDIA Future Hopper Part\n"
+        "    Product Architecture : Hopper\n"
+    )
     g = nv.to_gpu_facts(nv.parse_smi_q(text).gpus[0], "570.86.15")
     assert (g.compute_capability, g.architecture) == ("9.0", "Hopper")
 
 
 def test_clinfo_json_nv_attributes() -> None:
-    doc = {"platforms": [{"CL_PLATFORM_NAME": "NVIDIA CUDA", "CL_PLATFORM_VENDOR": "NVIDIA Corporation"}],
-           "devices": [{"online": [{"CL_DEVICE_NAME": "NVIDIA Mystery", "CL_DEVICE_TYPE": "CL_DEVICE_TYPE_GPU",
-                                    "CL_DEVICE_VENDOR": "NVIDIA Corporation",
-                                    "CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV": 8,
-                                    "CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV": 9}]}]}
+    doc = {
+        "platforms": [{"CL_PLATFORM_NAME": "NVIDIA CUDA", "CL_PLATFORM_VENDOR": "NVIDIA Corporation"}],
+        "devices": [
+            {
+                "online": [
+                    {
+                        "CL_DEVICE_NAME": "NVIDIA Mystery",
+                        "CL_DEVICE_TYPE": "CL_DEVICE_TYPE_GPU",
+                        "CL_DEVICE_VENDOR": "NVIDIA Corporation",
+                        "CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV": 8,
+                        "CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV": 9,
+                    }
+                ]
+            }
+        ],
+    }
     plat = opencl.parse_clinfo_json(json.dumps(doc))[0]
     assert plat.devices[0].compute_capability == "8.9"
     assert opencl.gpu_from_device(plat.devices[0], plat).compute_capability == "8.9"
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.one_of(st.none(), st.integers(-5, 200), st.text(max_size=8)), st.one_of(st.none(), st.integers(-5, 200),
-                                                                              st.text(max_size=8)))
+@given(
+    st.one_of(st.none(), st.integers(-5, 200), st.text(max_size=8)),
+    st.one_of(st.none(), st.integers(-5, 200), st.text(max_size=8)),
+)
 def test_nv_attribute_values_of_any_type(major: Any, minor: Any) -> None:
     got = opencl._cc((major, minor))
     assert got is None or (got.count(".") == 1 and all(p.isdigit() for p in got.split(".")))
@@ -103,11 +176,14 @@ def test_amd_codename_and_gfx_names() -> None:
     from mlprobe.facts import OpenClDevice, OpenClPlatform
 
     plat = OpenClPlatform(name="AMD Accelerated Parallel Processing", vendor="Advanced Micro Devices, Inc.")
-    tonga = OpenClDevice(name="Tonga", type="GPU", vendor="Advanced Micro Devices, Inc.", board_name="AMD FirePro S7150")
+    tonga = OpenClDevice(
+        name="Tonga", type="GPU", vendor="Advanced Micro Devices, Inc.", board_name="AMD FirePro S7150"
+    )
     g = opencl.gpu_from_device(tonga, plat)
     assert (g.name, g.runtime_gfx_target) == ("AMD FirePro S7150", "gfx802")
-    rocm_cl = OpenClDevice(name="gfx1031", type="GPU", vendor="Advanced Micro Devices, Inc.",
-                           board_name="AMD Radeon RX 6700 XT")
+    rocm_cl = OpenClDevice(
+        name="gfx1031", type="GPU", vendor="Advanced Micro Devices, Inc.", board_name="AMD Radeon RX 6700 XT"
+    )
     g = opencl.gpu_from_device(rocm_cl, plat)
     assert (g.name, g.runtime_gfx_target) == ("AMD Radeon RX 6700 XT", "gfx1031")
 

@@ -51,8 +51,10 @@ def test_vendors_dir_keeps_the_system_icds_and_adds_the_listed_ones(tmp_path: Pa
     (vendors / "README").write_text("not an icd\n")
     out = tmp_path / "out"
     out.mkdir()
-    got = icd_vendors_dir({"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1:/opt/x/libfoo.so",
-                           "OCL_ICD_VENDORS": str(vendors)}, str(out))
+    got = icd_vendors_dir(
+        {"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1:/opt/x/libfoo.so", "OCL_ICD_VENDORS": str(vendors)},
+        str(out),
+    )
     assert got == str(out)
     contents = sorted(p.read_text().strip() for p in out.iterdir())
     assert contents == ["/opt/x/libfoo.so", "libigdrcl.so", "libnvidia-opencl.so.1"]
@@ -65,8 +67,8 @@ def test_without_ocl_icd_filenames_nothing_changes(tmp_path: Path) -> None:
 
 
 def test_a_missing_vendors_dir_still_gives_the_listed_libraries(tmp_path: Path) -> None:
-    got = icd_vendors_dir({"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1",
-                           "OCL_ICD_VENDORS": str(tmp_path / "absent")}, str(tmp_path))
+    got = icd_vendors_dir(
+        {"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1", "OCL_ICD_VENDORS": str(tmp_path / "absent")},
+        str(tmp_path),
+    )
     assert got and [p.read_text().strip() for p in tmp_path.iterdir()] == ["libnvidia-opencl.so.1"]
-
-

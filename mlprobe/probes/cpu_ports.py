@@ -25,9 +25,15 @@ from ..facts import CoreType, CpuFacts
 def detect_port(blocks: List[Dict[str, str]]) -> Optional[str]:
     """Which kernel port printed this /proc/cpuinfo (keys are lower-cased)."""
     keys = {k for b in blocks for k in b}
-    first = lambda key: next((b[key] for b in blocks if key in b), "")  # noqa: E731
-    if first("vendor_id").startswith("IBM/S390") or "# processors" in keys or any(
-            re.fullmatch(r"processor \d+", k) for k in keys):
+
+    def first(key: str) -> str:
+        return next((b[key] for b in blocks if key in b), "")
+
+    if (
+        first("vendor_id").startswith("IBM/S390")
+        or "# processors" in keys
+        or any(re.fullmatch(r"processor \d+", k) for k in keys)
+    ):
         return "s390"
     if "cpu implementer" in keys or "cpu part" in keys:
         return "arm"
@@ -42,8 +48,11 @@ def detect_port(blocks: List[Dict[str, str]]) -> Optional[str]:
         return "mips"
     if "cpucaps" in keys or "ncpus active" in keys or re.match(r"sun4", first("type").lower()):
         return "sparc"
-    if "timebase" in keys or "pvr" in first("revision") or re.match(
-            r"(power|ppc|e\d{3,4}|74\d\d|7[45]0|cell|g[345]\b|pa6t)", first("cpu").lower()):
+    if (
+        "timebase" in keys
+        or "pvr" in first("revision")
+        or re.match(r"(power|ppc|e\d{3,4}|74\d\d|7[45]0|cell|g[345]\b|pa6t)", first("cpu").lower())
+    ):
         return "powerpc"
     if "processor" in keys and ("features" in keys or "cpu architecture" in keys):
         return "arm"
@@ -89,8 +98,16 @@ def _vendor_by_pattern(text: Optional[str]) -> Optional[str]:
 # --------------------------------------------------------------------------- ARM
 
 ARM_ML_FEATURES = (
-    ("asimd", "NEON"), ("neon", "NEON"), ("asimddp", "dot product"), ("asimdfhm", "FP16 FMLAL"), ("bf16", "BF16"),
-    ("i8mm", "Int8 matrix multiply"), ("sve", "SVE"), ("sve2", "SVE2"), ("sme", "SME"), ("sme2", "SME2"),
+    ("asimd", "NEON"),
+    ("neon", "NEON"),
+    ("asimddp", "dot product"),
+    ("asimdfhm", "FP16 FMLAL"),
+    ("bf16", "BF16"),
+    ("i8mm", "Int8 matrix multiply"),
+    ("sve", "SVE"),
+    ("sve2", "SVE2"),
+    ("sme", "SME"),
+    ("sme2", "SME2"),
 )
 
 
@@ -99,8 +116,11 @@ def arm_isa_summary(flags: Tuple[str, ...]) -> str:
     which of NEON, dot product, BF16, I8MM, SVE/SVE2 and SME the CPU has, and which it lacks.
     source: Linux Documentation/arch/arm64/elf_hwcaps.rst (the hwcap names)."""
     have = [words for flag, words in ARM_ML_FEATURES if flag in flags]
-    missing = [words for flag, words in ARM_ML_FEATURES
-               if flag not in flags and flag in ("asimddp", "bf16", "i8mm", "sve", "sme")]
+    missing = [
+        words
+        for flag, words in ARM_ML_FEATURES
+        if flag not in flags and flag in ("asimddp", "bf16", "i8mm", "sve", "sme")
+    ]
     text = ", ".join(have) if have else "no NEON/SIMD features listed"
     if missing:
         text += "; no " + ", ".join(missing)
@@ -120,7 +140,9 @@ def arm_core_types(procs: List[Dict[str, str]]) -> Tuple[CoreType, ...]:
         if k not in counts:
             order.append(k)
         counts[k] += 1
-    return tuple(CoreType(name=arm_part_name(i, p), count=counts[(i, p)], implementer=i, part=p) for i, p in order)
+    return tuple(
+        CoreType(name=arm_part_name(i, p), count=counts[(i, p)], implementer=i, part=p) for i, p in order
+    )
 
 
 def _hex(value: Optional[str], width: int) -> Optional[str]:
@@ -175,11 +197,19 @@ def arm_facts(text: str, blocks: List[Dict[str, str]], procs: List[Dict[str, str
     model = " + ".join(dict.fromkeys(named)) if named else printed
     threads = len(procs) or None
     return CpuFacts(
-        vendor=arm_vendor(impl), vendor_id=impl, model=model, arch=arch,
+        vendor=arm_vendor(impl),
+        vendor_id=impl,
+        model=model,
+        arch=arch,
         # Arm cores run one thread each (the Neoverse/Cortex TRMs list no SMT; the few SMT parts,
         # e.g. Cortex-A65AE/Neoverse-E1, also print one `processor` entry per thread).
-        cores=threads, threads=threads, flags=flags, core_types=kinds,
-        isa_summary=arm_isa_summary(flags) if arch == "aarch64" or "asimd" in flags or "neon" in flags else None,
+        cores=threads,
+        threads=threads,
+        flags=flags,
+        core_types=kinds,
+        isa_summary=arm_isa_summary(flags)
+        if arch == "aarch64" or "asimd" in flags or "neon" in flags
+        else None,
         source="proc-cpuinfo.txt",
     )
 
@@ -195,19 +225,31 @@ def powerpc_facts(blocks: List[Dict[str, str]], procs: List[Dict[str, str]]) -> 
         if model and re.search(str(row["pattern"]), model, re.I):
             arch = str(row["arch"])
             break
-    flags = ("altivec",) if cpu_line and "altivec supported" in cpu_line else ()
+    flags: Tuple[str, ...] = ("altivec",) if cpu_line and "altivec supported" in cpu_line else ()
     if model and re.match(r"power(\d+)", model, re.I):
         gen = int(re.match(r"power(\d+)", model, re.I).group(1))  # type: ignore[union-attr]
-        flags = tuple(sorted(set(flags) | ({"vsx"} if gen >= 7 else set()) | ({"mma"} if gen >= 10 else set())))
+        flags = tuple(
+            sorted(set(flags) | ({"vsx"} if gen >= 7 else set()) | ({"mma"} if gen >= 10 else set()))
+        )
     return CpuFacts(
-        vendor=_vendor_by_pattern(model), vendor_id=None, model=model, arch=arch, cores=None,
-        threads=len(procs) or None, flags=flags,
-        isa_summary=_ppc_summary(flags) if flags else None, source="proc-cpuinfo.txt",
+        vendor=_vendor_by_pattern(model),
+        vendor_id=None,
+        model=model,
+        arch=arch,
+        cores=None,
+        threads=len(procs) or None,
+        flags=flags,
+        isa_summary=_ppc_summary(flags) if flags else None,
+        source="proc-cpuinfo.txt",
     )
 
 
 def _ppc_summary(flags: Tuple[str, ...]) -> str:
-    have = [w for f, w in (("altivec", "AltiVec/VMX"), ("vsx", "VSX"), ("mma", "MMA (POWER10 matrix)")) if f in flags]
+    have = [
+        w
+        for f, w in (("altivec", "AltiVec/VMX"), ("vsx", "VSX"), ("mma", "MMA (POWER10 matrix)"))
+        if f in flags
+    ]
     return ", ".join(have)
 
 
@@ -223,13 +265,26 @@ def s390_facts(text: str, blocks: List[Dict[str, str]]) -> CpuFacts:
     if machine:
         row = next((r for r in _table("s390_machine_types") if r.get("machine") == machine), None)
         model = f"{row['name']} ({machine})" if row else f"IBM machine type {machine}"
-    have = [w for f, w in (("vx", "vector facility"), ("vxe", "vector enhancements 1"),
-                           ("vxe2", "vector enhancements 2"), ("nnpa", "NNPA AI accelerator")) if f in flags]
+    have = [
+        w
+        for f, w in (
+            ("vx", "vector facility"),
+            ("vxe", "vector enhancements 1"),
+            ("vxe2", "vector enhancements 2"),
+            ("nnpa", "NNPA AI accelerator"),
+        )
+        if f in flags
+    ]
     return CpuFacts(
-        vendor="ibm", vendor_id=_first(blocks, "vendor_id"), model=model,
+        vendor="ibm",
+        vendor_id=_first(blocks, "vendor_id"),
+        model=model,
         arch="s390x" if "zarch" in flags else ("s390" if flags else "s390x"),
-        cores=None, threads=threads, flags=flags,
-        isa_summary=", ".join(have) if have else "no vector facility listed", source="proc-cpuinfo.txt",
+        cores=None,
+        threads=threads,
+        flags=flags,
+        isa_summary=", ".join(have) if have else "no vector facility listed",
+        source="proc-cpuinfo.txt",
     )
 
 
@@ -244,8 +299,8 @@ def riscv_isa_flags(isa: str) -> Tuple[str, ...]:
     # Multi-letter extensions start after the first `s`, `x` or `z` of the single-letter run.
     cut = re.search(r"[sxz]", m.group(1))
     if cut:
-        singles = set(m.group(1)[:cut.start()].replace("g", "imafd"))
-        multi.add(m.group(1)[cut.start():])
+        singles = set(m.group(1)[: cut.start()].replace("g", "imafd"))
+        multi.add(m.group(1)[cut.start() :])
     return tuple(sorted(singles | multi))
 
 
@@ -258,15 +313,30 @@ def riscv_facts(blocks: List[Dict[str, str]], procs: List[Dict[str, str]]) -> Cp
     vendor = None
     if mvendor:
         code = _hex(mvendor, 3)
-        vendor = next((str(r["vendor"]) for r in _table("riscv_vendor_ids") if r.get("mvendorid") == code), None)
+        vendor = next(
+            (str(r["vendor"]) for r in _table("riscv_vendor_ids") if r.get("mvendorid") == code), None
+        )
     if vendor is None and uarch and "," in uarch:
         vendor = uarch.split(",")[0].strip().lower() or None
-    have = [w for f, w in (("v", "vector (RVV 1.0)"), ("zvfh", "vector FP16"), ("xtheadvector", "T-Head vector 0.7"))
-            if f in flags]
+    have = [
+        w
+        for f, w in (
+            ("v", "vector (RVV 1.0)"),
+            ("zvfh", "vector FP16"),
+            ("xtheadvector", "T-Head vector 0.7"),
+        )
+        if f in flags
+    ]
     return CpuFacts(
-        vendor=vendor, vendor_id=mvendor, model=_first(procs, "model name") or uarch, arch=f"riscv{width.group(1)}" if width else "riscv64",
-        cores=len(procs) or None, threads=len(procs) or None, flags=flags,
-        isa_summary=", ".join(have) if have else "no vector extension listed", source="proc-cpuinfo.txt",
+        vendor=vendor,
+        vendor_id=mvendor,
+        model=_first(procs, "model name") or uarch,
+        arch=f"riscv{width.group(1)}" if width else "riscv64",
+        cores=len(procs) or None,
+        threads=len(procs) or None,
+        flags=flags,
+        isa_summary=", ".join(have) if have else "no vector extension listed",
+        source="proc-cpuinfo.txt",
     )
 
 
@@ -277,8 +347,13 @@ def mips_facts(blocks: List[Dict[str, str]], procs: List[Dict[str, str]]) -> Cpu
     ases = _first(procs, "ases implemented") or ""
     flags = _flag_list(ases, r"\s+")
     return CpuFacts(
-        vendor=_vendor_by_pattern(model), vendor_id=None, model=model, arch=arch, cores=None,
-        threads=len(procs) or None, flags=flags,
+        vendor=_vendor_by_pattern(model),
+        vendor_id=None,
+        model=model,
+        arch=arch,
+        cores=None,
+        threads=len(procs) or None,
+        flags=flags,
         isa_summary=("MSA vector" if "msa" in flags else "no MSA vector listed") if ases else None,
         source="proc-cpuinfo.txt",
     )
@@ -291,10 +366,15 @@ def loongarch_facts(blocks: List[Dict[str, str]], procs: List[Dict[str, str]]) -
     have = [w for f, w in (("lsx", "LSX 128-bit SIMD"), ("lasx", "LASX 256-bit SIMD")) if f in flags]
     cores = len({(b.get("package"), b.get("core")) for b in procs if "core" in b}) or None
     return CpuFacts(
-        vendor="loongson", vendor_id=_first(procs, "cpu family"), model=model,
+        vendor="loongson",
+        vendor_id=_first(procs, "cpu family"),
+        model=model,
         arch="loongarch64" if "loongarch64" in isa or not isa else "loongarch32",
-        cores=cores, threads=len(procs) or None, flags=flags,
-        isa_summary=", ".join(have) if have else "no SIMD listed", source="proc-cpuinfo.txt",
+        cores=cores,
+        threads=len(procs) or None,
+        flags=flags,
+        isa_summary=", ".join(have) if have else "no SIMD listed",
+        source="proc-cpuinfo.txt",
     )
 
 
@@ -304,10 +384,15 @@ def sparc_facts(blocks: List[Dict[str, str]]) -> CpuFacts:
     threads = _int(_first(blocks, "ncpus active")) or _int(_first(blocks, "ncpus probed"))
     flags = _flag_list(_first(blocks, "cpucaps") or "", r"[,\s]+")
     return CpuFacts(
-        vendor=_vendor_by_pattern(model), vendor_id=None, model=model,
+        vendor=_vendor_by_pattern(model),
+        vendor_id=None,
+        model=model,
         arch="sparc64" if kind.startswith(("sun4u", "sun4v")) or "v9" in flags else "sparc",
-        cores=None, threads=threads, flags=flags,
-        isa_summary="VIS" if "vis" in flags or "vis2" in flags else None, source="proc-cpuinfo.txt",
+        cores=None,
+        threads=threads,
+        flags=flags,
+        isa_summary="VIS" if "vis" in flags or "vis2" in flags else None,
+        source="proc-cpuinfo.txt",
     )
 
 

@@ -139,7 +139,8 @@ def _enumerate() -> int:
             board = _info(d, di, "BOARD_NAME_AMD") if "cl_amd_device_attribute_query" in ext else None
             cc = None
             if "cl_nv_device_attribute_query" in ext:
-                cc = [_info(d, di, "COMPUTE_CAPABILITY_MAJOR_NV"), _info(d, di, "COMPUTE_CAPABILITY_MINOR_NV")]
+                cc = [_info(d, di, "COMPUTE_CAPABILITY_MAJOR_NV"),
+                      _info(d, di, "COMPUTE_CAPABILITY_MINOR_NV")]
             devs.append({
                 "name": (_info(d, di, "NAME") or "").strip() or None,
                 "type": _type_name(_info(d, di, "TYPE")),

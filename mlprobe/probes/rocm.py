@@ -162,9 +162,11 @@ class AmdAgent:
         """The rocm_family.json row of a non-GPU accelerator agent (Hygon DCU), or None."""
         if self.device_type is None or self.device_type.upper() == "GPU":
             return None
-        rows = [r for r in kb.rows("rocm_family") if str(r.get("device_type", "")).upper() == self.device_type.upper()]
+        kind = self.device_type.upper()
+        rows = [r for r in kb.rows("rocm_family") if str(r.get("device_type", "")).upper() == kind]
         vendor = (self.vendor_name or "").strip()
-        return next((r for r in rows if vendor in (r.get("vendor_names") or [])), None) or (rows[-1] if rows else None)
+        named = next((r for r in rows if vendor in (r.get("vendor_names") or [])), None)
+        return named or (rows[-1] if rows else None)
 
     @property
     def runtime_target(self) -> Optional[str]:
@@ -556,7 +558,8 @@ def gpus_from_rocminfo(info: RocmInfo, kfd: List[KfdNode], env: Optional[str] = 
             # A ROCm-family accelerator of another vendor: reported, with what PyTorch support it has.
             vendor = str(fam["vendor"]) if fam else (a.vendor_name or "unknown").split()[0].lower()
             out.append(GpuFacts(
-                vendor=vendor, name=a.marketing_name or a.name, gfx_target=runtime, runtime_gfx_target=runtime,
+                vendor=vendor, name=a.marketing_name or a.name, gfx_target=runtime,
+                runtime_gfx_target=runtime,
                 memory_bytes=mem, integrated=False, apis=("rocm",), pci_bus_id=bus, uuid=a.uuid,
                 compute_units=a.compute_units, sources=("rocm",),
                 notes=(str(fam["torch"]),) if fam else (f"rocminfo lists it as Device Type {a.device_type}",),
