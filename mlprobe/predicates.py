@@ -476,7 +476,7 @@ def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     arch = lookup(ctx, "cpu.arch")
     name = cond.get("name", framework)
     if not arch:
-        text = cond.get("unknown") or f"the CPU architecture is unknown; {name} has wheels for x86_64 and ARM64"
+        text = cond.get("unknown") or f"the CPU architecture is unknown; {name} has x86_64 and ARM64 wheels"
         return Outcome(None, unknown=[text])
     rows = [r for r in (kb.get("cpu_archs") or {}).get("frameworks", []) if isinstance(r, dict)]
     hit = next((r for r in rows if r.get("framework") == framework and arch in (r.get("arch") or [])), None)
