@@ -33,15 +33,21 @@ def _platforms(env_extra: dict, tmp_path: Path) -> list:
     return [p["name"] for p in json.loads(out.stdout)["platforms"]]
 
 
-def test_ocl_icd_filenames_adds_a_platform_like_the_system_loader(tmp_path: Path) -> None:
-    # The H200 machine's case in miniature: a vendors directory without the library, and the library
-    # named only in OCL_ICD_FILENAMES. The bundled PoCL is always there (PYOPENCL_HOME), so the
-    # library named in OCL_ICD_FILENAMES must show up as a second platform.
-    empty = tmp_path / "vendors"
+def test_ocl_icd_filenames_gives_the_platforms_the_system_loader_gives(tmp_path: Path) -> None:
+    # The H200 machine's case in miniature. Each ICD entry is one platform, so the count tells which
+    # entries were loaded: the system's ocl-icd loads every OCL_ICD_FILENAMES entry plus the vendors
+    # directory, and never the wheel's bundled PoCL; pyopencl's bundled loader alone would load the
+    # vendors directory plus its bundled PoCL and ignore OCL_ICD_FILENAMES.
+    pocl = _bundled_pocl()
+    empty = tmp_path / "empty"
     empty.mkdir()
-    base = _platforms({"OCL_ICD_VENDORS": str(empty)}, tmp_path)
-    more = _platforms({"OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": _bundled_pocl()}, tmp_path)
-    assert len(more) == len(base) + 1, (base, more)
+    assert len(_platforms({"OCL_ICD_VENDORS": str(empty)}, tmp_path)) == 1  # the bundled PoCL
+    two = f"{pocl}:{pocl}"
+    assert len(_platforms({"OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": two}, tmp_path)) == 2
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "pocl.icd").write_text(pocl + "\n")
+    assert len(_platforms({"OCL_ICD_VENDORS": str(vendors), "OCL_ICD_FILENAMES": two}, tmp_path)) == 3
 
 
 def test_vendors_dir_keeps_the_system_icds_and_adds_the_listed_ones(tmp_path: Path) -> None:

@@ -101,6 +101,10 @@ def main() -> int:
         vendors = icd_vendors_dir(os.environ, tmp_icd)
         if vendors:
             os.environ["OCL_ICD_VENDORS"] = vendors
+            # The bundled loader also loads the ICDs under $PYOPENCL_HOME/.libs (the wheel's own PoCL),
+            # which the system's loader does not: point it at a folder without them, so that the child
+            # lists exactly what `clinfo` lists. (`import pyopencl`, the fallback, resets it.)
+            os.environ["PYOPENCL_HOME"] = vendors
     if "POCL_CACHE_DIR" not in os.environ:
         tmp_cache = tempfile.mkdtemp(prefix="mlprobe-pocl-")
         os.environ["POCL_CACHE_DIR"] = tmp_cache
