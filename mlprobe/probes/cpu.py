@@ -337,6 +337,9 @@ def probe(host: Host) -> Contribution:
             # lscpu only adds the ARM model name; skip its subprocess when /proc/cpuinfo said it.
             if cpu.vendor_id and not str(cpu.vendor_id).startswith("0x"):
                 break
+            # ARM: the MIDR table named every core kind, which is what lscpu would add.
+            if cpu.core_types and all(k.name for k in cpu.core_types):
+                break
     if cpu is None and host.kind == "live":
         cpu = _cpu_from_python(host)
     if cpu is not None and cpu.arch is None and info.get("machine"):
