@@ -45,6 +45,16 @@ class OsFacts(_ToDict):
 
 
 @dataclass(frozen=True)
+class CoreType(_ToDict):
+    """One kind of core in a CPU (big.LITTLE and DynamIQ systems have several)."""
+
+    name: Optional[str] = None  # "Neoverse-N1", "Cortex-A715"; None when the part is not in the table
+    count: int = 0  # how many `processor` entries are this kind
+    implementer: Optional[str] = None  # ARM: "0x41"
+    part: Optional[str] = None  # ARM: "0xd0c"
+
+
+@dataclass(frozen=True)
 class CpuFacts(_ToDict):
     vendor: Optional[str] = None  # lowercase short: intel, amd, arm, apple, ...
     vendor_id: Optional[str] = None  # raw: GenuineIntel, AuthenticAMD, 0x41, ...
@@ -55,6 +65,8 @@ class CpuFacts(_ToDict):
     flags: Tuple[str, ...] = ()
     x86_64_level: Optional[int] = None
     source: Optional[str] = None  # which capture the facts came from
+    core_types: Tuple[CoreType, ...] = ()  # ARM: each core kind, decoded from implementer/part
+    isa_summary: Optional[str] = None  # plain words on the ML-relevant ISA features (ARM, s390x, ...)
 
 
 @dataclass(frozen=True)
@@ -119,6 +131,7 @@ class OpenClDevice(_ToDict):
     board_name: Optional[str] = None  # AMD's board name extension
     pci_bus_id: Optional[str] = None
     host_unified_memory: Optional[bool] = None  # CL_DEVICE_HOST_UNIFIED_MEMORY: an integrated GPU
+    compute_capability: Optional[str] = None  # NVIDIA: cl_nv_device_attribute_query, "8.6"
 
 
 @dataclass(frozen=True)

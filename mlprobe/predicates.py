@@ -465,3 +465,23 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     elif experimental:
         out.warnings.append(f"{did} is one of PlaidML's experimental devices (PLAIDML_EXPERIMENTAL=1)")
     return out
+
+
+@test("arch_has_build")
+def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """Does `framework` publish installable builds for this CPU architecture (cpu_archs.json
+    `frameworks` rows)? A row with pip false says, in words, what exists instead (conda-forge, a
+    source build)."""
+    framework = str(cond["framework"])
+    arch = lookup(ctx, "cpu.arch")
+    name = cond.get("name", framework)
+    if not arch:
+        text = cond.get("unknown") or f"the CPU architecture is unknown; {name} has x86_64 and ARM64 wheels"
+        return Outcome(None, unknown=[text])
+    rows = [r for r in (kb.get("cpu_archs") or {}).get("frameworks", []) if isinstance(r, dict)]
+    hit = next((r for r in rows if r.get("framework") == framework and arch in (r.get("arch") or [])), None)
+    if hit is None:
+        return Outcome(False, reasons=[f"{name} publishes no build for {arch}"])
+    if hit.get("pip"):
+        return Outcome(True)
+    return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])

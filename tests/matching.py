@@ -24,7 +24,7 @@ def mismatches(expected: Any, actual: Any, path: str = "") -> List[str]:
                 missing = [a for a in exp if a not in actual.get("apis", [])]
                 if missing:
                     out.append(f"{here}: missing apis {missing}")
-            elif key in ("gpus", "usb_accelerators") and isinstance(exp, list):
+            elif key in ("gpus", "usb_accelerators", "core_types") and isinstance(exp, list):
                 out.extend(_match_unordered(exp, actual.get(key, []), here, exact_count=True))
             elif key == "frameworks_include":
                 out.extend(_match_unordered(exp, actual.get("frameworks", []), here, exact_count=False))

@@ -371,7 +371,7 @@ def test_proc_driver_version_rejects_other_text() -> None:
         ("NVIDIA A100-SXM4-40GB", "8.0"),
         ("NVIDIA A100 80GB PCIe", "8.0"),
         ("NVIDIA A10", "8.6"),
-        ("NVIDIA A10G", None),
+        ("NVIDIA A10G", "8.6"),  # GA102 (AWS G5), like the A10
         ("NVIDIA L4", "8.9"),
         ("NVIDIA L40", "8.9"),
         ("Tesla T4", "7.5"),

@@ -158,7 +158,15 @@ def _int(value: Optional[str]) -> Optional[int]:
 
 
 def parse_proc_cpuinfo(text: str) -> CpuFacts:
+    from .cpu_ports import detect_port, port_facts
+
     blocks = _kv_blocks(text)
+    port = detect_port(blocks)
+    if port not in (None, "x86"):
+        # Each kernel port prints its own layout (mlprobe/probes/cpu_ports.py).
+        got = port_facts(port, text, blocks)
+        if got is not None and (got.threads or got.model or got.flags):
+            return got
     procs = [b for b in blocks if "processor" in b and _int(b["processor"]) is not None]
     if not procs:
         raise ParseError("no `processor : N` entries in /proc/cpuinfo")
@@ -328,6 +336,9 @@ def probe(host: Host) -> Contribution:
         if name == "proc-cpuinfo.txt" and cpu.model and cpu.arch:
             # lscpu only adds the ARM model name; skip its subprocess when /proc/cpuinfo said it.
             if cpu.vendor_id and not str(cpu.vendor_id).startswith("0x"):
+                break
+            # ARM: the MIDR table named every core kind, which is what lscpu would add.
+            if cpu.core_types and all(k.name for k in cpu.core_types):
                 break
     if cpu is None and host.kind == "live":
         cpu = _cpu_from_python(host)

@@ -581,6 +581,18 @@ def architecture_for(cc: Optional[str]) -> Optional[str]:
     return None
 
 
+def compute_capability_for_architecture(arch: Optional[str]) -> Optional[str]:
+    """The compute capability an architecture name implies, where it implies one value (`nvidia-smi -q`
+    prints "Product Architecture : Hopper"): Turing 7.5, Ada Lovelace 8.9, Hopper 9.0. Ampere, Pascal,
+    Blackwell and the others span several values, so they give None."""
+    if not arch:
+        return None
+    want = " ".join(arch.split()).lower()
+    ccs = {str(r.get("compute_capability")) for r in knowledge().get("architecture_by_compute_capability", [])
+           if isinstance(r, dict) and str(r.get("architecture", "")).lower() == want}
+    return ccs.pop() if len(ccs) == 1 else None
+
+
 def cuda_for_driver(driver: Optional[str], system: Optional[str] = None) -> Optional[str]:
     """The CUDA version a driver supports (what nvidia-smi's "CUDA Version" says): the newest
     toolkit whose bundled driver is not newer than `driver`. None below the table, and None where
@@ -637,6 +649,8 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     notes: List[str] = []
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
+    if cc is None and g.architecture:
+        cc = compute_capability_for_architecture(g.architecture)
     arch = g.architecture or architecture_for(cc)
     if g.name_truncated:
         notes.append("nvidia-smi's table truncated the name; capture `nvidia-smi -q -x` for the full one")

@@ -102,7 +102,18 @@ def _dev_from_dict(d: Dict[str, Any]) -> OpenClDevice:
         global_memory_bytes=_to_int(d.get("global_memory_bytes")), fp16=_bool(d.get("fp16")),
         fp64=_bool(d.get("fp64")), board_name=_str(d.get("board_name")), pci_bus_id=_str(d.get("pci_bus_id")),
         host_unified_memory=_bool(d.get("host_unified_memory")),
+        compute_capability=_cc(d.get("compute_capability")),
     )
+
+
+def _cc(v: Any) -> Optional[str]:
+    """NVIDIA's compute capability as clinfo prints it ("8.6"), or (major, minor) from JSON."""
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        major, minor = _to_int(v[0]), _to_int(v[1])
+        ok = major is not None and minor is not None and 1 <= major <= 99 and 0 <= minor <= 99
+        return f"{major}.{minor}" if ok else None
+    m = re.match(r"^\s*(\d{1,2})\.(\d{1,2})\b", v) if isinstance(v, str) else None
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
 
 
 _TYPES = ("GPU", "CPU", "ACCELERATOR", "CUSTOM", "DEFAULT")
@@ -155,6 +166,7 @@ _DEVICE_KEYS = {
     "half-precision floating-point support": "fp16", "double-precision floating-point support": "fp64",
     "unified memory for host and device": "host_unified_memory",
     "integrated memory (nv)": "integrated_memory_nv",
+    "compute capability (nv)": "compute_capability", "nvidia compute capability": "compute_capability",
     "device extensions": "extensions", "extensions": "extensions",
 }
 
@@ -354,6 +366,8 @@ def parse_clinfo_json(text: str) -> List[OpenClPlatform]:
                 "board_name": d.get("CL_DEVICE_BOARD_NAME_AMD"),
                 "pci_bus_id": _json_bus_id(topo),
                 "host_unified_memory": d.get("CL_DEVICE_HOST_UNIFIED_MEMORY"),
+                "compute_capability": (d.get("CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV"),
+                                       d.get("CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV")),
             }
             if not _str(fields["name"]) and not _norm_type(t):
                 continue
@@ -374,9 +388,13 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
     name = dev.board_name or dev.name
     gfx = None
     if vendor == "amd" and dev.name:
+        # AMD's OpenCL (APP SDK on GCN, ROCm/ROCclr, Adrenalin on Windows) names the device by its
+        # gfx target ("gfx1031", "gfx90c:xnack-") and the product in `Board name`.
         m = re.match(r"^(gfx[0-9a-f]+)", dev.name.strip())
         if m:
             gfx = m.group(1)
+    if vendor == "amd" and not dev.board_name and gfx:
+        name = _amd_product(gfx) or name
     pci_device_id = None
     if vendor == "intel" and dev.name:
         # Intel's NEO runtime names devices it has no marketing name for "Intel(R) Graphics [0x46d1]"
@@ -385,13 +403,43 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         if m:
             pci_device_id = hex_id(m.group(1))
     integrated = dev.host_unified_memory
+    cc, arch = dev.compute_capability, None
+    if vendor == "nvidia":
+        # A known NVIDIA product name always carries its compute capability (knowledge/nvidia_gpus.json).
+        from .nvidia import architecture_for, compute_capability_for
+
+        cc = cc or compute_capability_for(name)
+        arch = architecture_for(cc)
+    elif vendor == "amd" and gfx is None and dev.name:
+        gfx = _amd_codename_gfx(dev.name)
     return GpuFacts(
         vendor=vendor, name=name, driver_version=dev.driver_version if vendor != "nvidia" else _nv_driver(dev),
         # An integrated GPU's "global memory" is a share of system RAM, not memory of its own.
         memory_bytes=None if integrated else dev.global_memory_bytes, integrated=integrated,
-        apis=("opencl",), compute_units=dev.compute_units,
+        apis=("opencl",), compute_units=dev.compute_units, compute_capability=cc, architecture=arch,
         runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id, sources=("opencl",),
     )
+
+
+def _amd_product(gfx: str) -> Optional[str]:
+    """A product name for a bare gfx target (no `Board name`): the one name amd_gfx.json gives it,
+    when only one product has that target."""
+    from .. import kb
+
+    names = {str(r.get("name")) for r in kb.rows("amd_gfx") if r.get("gfx_target") == gfx and r.get("name")}
+    return names.pop() if len(names) == 1 else None
+
+
+def _amd_codename_gfx(name: str) -> Optional[str]:
+    """AMD's pre-ROCm OpenCL (APP SDK/Catalyst/Adrenalin PAL) names GCN devices by chip codename
+    ("Tonga", "Ellesmere", "Spectre"): the gfx target from knowledge/amd_opencl_names.json."""
+    from .. import kb
+
+    key = name.strip().lower()
+    for row in kb.rows("amd_opencl_names"):
+        if str(row.get("name", "")).lower() == key:
+            return str(row["gfx_target"])
+    return None
 
 
 def _nv_driver(dev: OpenClDevice) -> Optional[str]:

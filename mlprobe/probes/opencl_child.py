@@ -58,18 +58,62 @@ def _type_name(bits: Any) -> Optional[str]:
     return " | ".join(names) if names else str(bits)
 
 
+def icd_vendors_dir(env: Any, tmp: str) -> Optional[str]:
+    """A vendors directory that gives pyopencl's bundled loader the ICDs the system's ocl-icd would load.
+
+    pyopencl's Linux wheels bundle an older ocl-icd that reads OCL_ICD_VENDORS (or /etc/OpenCL/vendors)
+    and PYOPENCL_HOME, but not OCL_ICD_FILENAMES (ocl-icd 2.3's list of ICD libraries, loaded besides
+    the vendors directory). Containers often name NVIDIA's ICD only there (OCL_ICD_FILENAMES=
+    libnvidia-opencl.so.1), so `clinfo` lists NVIDIA's platform and the bundled loader does not.
+    With OCL_ICD_FILENAMES set, this writes `tmp` holding the vendors directory's .icd files plus one
+    .icd per listed library, for OCL_ICD_VENDORS; None when there is nothing to add."""
+    names = [n for n in (env.get("OCL_ICD_FILENAMES") or "").split(":") if n.strip()]
+    if not names:
+        return None
+    vendors = env.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+    lines = []
+    for i, lib in enumerate(names):
+        lines.append(("%02d-filenames.icd" % i, lib.strip()))
+    try:
+        if os.path.isdir(vendors):
+            for n in sorted(os.listdir(vendors)):
+                if n.endswith(".icd"):
+                    with open(os.path.join(vendors, n), "r") as fh:
+                        lines.append(("50-" + n, fh.read().strip()))
+        elif os.path.isfile(vendors):
+            with open(vendors, "r") as fh:
+                lines.append(("50-" + os.path.basename(vendors), fh.read().strip()))
+    except OSError:
+        pass
+    for name, lib in lines:
+        if lib:
+            with open(os.path.join(tmp, name), "w") as fh:
+                fh.write(lib + "\n")
+    return tmp
+
+
 def main() -> int:
     # PoCL writes a kernel cache under ~/.cache/pocl when it initialises; a scan must not write to
     # the user's home, so unless the user chose a cache dir, it gets a temporary one.
     tmp_cache = None
+    tmp_icd = tempfile.mkdtemp(prefix="mlprobe-icd-") if os.environ.get("OCL_ICD_FILENAMES") else None
+    if tmp_icd is not None:
+        vendors = icd_vendors_dir(os.environ, tmp_icd)
+        if vendors:
+            os.environ["OCL_ICD_VENDORS"] = vendors
+            # The bundled loader also loads the ICDs under $PYOPENCL_HOME/.libs (the wheel's own PoCL),
+            # which the system's loader does not: point it at a folder without them, so that the child
+            # lists exactly what `clinfo` lists. (`import pyopencl`, the fallback, resets it.)
+            os.environ["PYOPENCL_HOME"] = vendors
     if "POCL_CACHE_DIR" not in os.environ:
         tmp_cache = tempfile.mkdtemp(prefix="mlprobe-pocl-")
         os.environ["POCL_CACHE_DIR"] = tmp_cache
     try:
         return _enumerate()
     finally:
-        if tmp_cache:
-            shutil.rmtree(tmp_cache, ignore_errors=True)
+        for tmp in (tmp_cache, tmp_icd):
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _enumerate() -> int:
@@ -97,6 +141,10 @@ def _enumerate() -> int:
         for d in devices:
             ext = _info(d, di, "EXTENSIONS") or ""
             board = _info(d, di, "BOARD_NAME_AMD") if "cl_amd_device_attribute_query" in ext else None
+            cc = None
+            if "cl_nv_device_attribute_query" in ext:
+                cc = [_info(d, di, "COMPUTE_CAPABILITY_MAJOR_NV"),
+                      _info(d, di, "COMPUTE_CAPABILITY_MINOR_NV")]
             devs.append({
                 "name": (_info(d, di, "NAME") or "").strip() or None,
                 "type": _type_name(_info(d, di, "TYPE")),
@@ -111,6 +159,7 @@ def _enumerate() -> int:
                 "fp16": "cl_khr_fp16" in ext,
                 "fp64": "cl_khr_fp64" in ext or bool(_info(d, di, "DOUBLE_FP_CONFIG")),
                 "board_name": board,
+                "compute_capability": cc,
             })
         out.append({"name": _info(p, pi, "NAME"), "vendor": _info(p, pi, "VENDOR"),
                     "version": _info(p, pi, "VERSION"), "devices": devs})

@@ -151,9 +151,22 @@ class AmdAgent:
 
     @property
     def is_gpu(self) -> bool:
-        if self.device_type is not None:
+        """A GPU, or a ROCm-family accelerator listed with another Device Type (Hygon's `DCU`) that
+        runs gfx code; CPU agents and NPU/DSP agents (`aie2`) are not."""
+        if self.device_type is not None and self.device_type.upper() in ("GPU", "CPU", "DSP", "AIE"):
             return self.device_type.upper() == "GPU"
-        return bool(self.name and _GFX.match(self.name))  # the Device Type line was lost
+        return bool(self.name and _GFX.match(self.name.split(":")[0].lower()))
+
+    @property
+    def family(self) -> Optional[Dict[str, Any]]:
+        """The rocm_family.json row of a non-GPU accelerator agent (Hygon DCU), or None."""
+        if self.device_type is None or self.device_type.upper() == "GPU":
+            return None
+        kind = self.device_type.upper()
+        rows = [r for r in kb.rows("rocm_family") if str(r.get("device_type", "")).upper() == kind]
+        vendor = (self.vendor_name or "").strip()
+        named = next((r for r in rows if vendor in (r.get("vendor_names") or [])), None)
+        return named or (rows[-1] if rows else None)
 
     @property
     def runtime_target(self) -> Optional[str]:
@@ -540,6 +553,18 @@ def gpus_from_rocminfo(info: RocmInfo, kfd: List[KfdNode], env: Optional[str] = 
         if hw and runtime and hw != runtime:
             notes = (_note(hw, runtime, env),)
         mem = a.coarse_pool_kb * 1024 if a.coarse_pool_kb else None
+        fam = a.family
+        if fam is not None or (a.device_type and a.device_type.upper() != "GPU"):
+            # A ROCm-family accelerator of another vendor: reported, with what PyTorch support it has.
+            vendor = str(fam["vendor"]) if fam else (a.vendor_name or "unknown").split()[0].lower()
+            out.append(GpuFacts(
+                vendor=vendor, name=a.marketing_name or a.name, gfx_target=runtime,
+                runtime_gfx_target=runtime,
+                memory_bytes=mem, integrated=False, apis=("rocm",), pci_bus_id=bus, uuid=a.uuid,
+                compute_units=a.compute_units, sources=("rocm",),
+                notes=(str(fam["torch"]),) if fam else (f"rocminfo lists it as Device Type {a.device_type}",),
+            ))
+            continue
         out.append(GpuFacts(
             vendor="amd",
             name=a.marketing_name or (runtime and f"AMD {runtime}"),

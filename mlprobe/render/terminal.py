@@ -52,6 +52,10 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print("    [dim]SIMD flags: not in this capture[/dim]")
     elif shown:
         con.print("    " + " ".join(s for s in shown if "amx" not in s or amx))
+    if len(c.core_types) > 1:
+        con.print("    cores: " + ", ".join(f"{k.count} x {k.name or k.part or '?'}" for k in c.core_types))
+    if c.isa_summary:
+        con.print(f"    ML ISA: {c.isa_summary}")
 
     gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
     for col in ("vendor", "name", "driver", "target", "memory", "APIs"):

@@ -1,0 +1,80 @@
+"""The OpenCL child sees the ICDs the system's ocl-icd would load: pyopencl's bundled loader ignores
+OCL_ICD_FILENAMES, so the child turns that list into a vendors directory (probes/opencl_child.py)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mlprobe import _early
+from mlprobe.probes.opencl_child import icd_vendors_dir
+
+
+def _bundled_pocl() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyopencl")
+    assert spec is not None and spec.submodule_search_locations
+    libs = glob.glob(os.path.join(list(spec.submodule_search_locations)[0], ".libs", "libpocl*.so*"))
+    if not libs:
+        pytest.skip("this pyopencl wheel bundles no PoCL")
+    return libs[0]
+
+
+def _platforms(env_extra: dict, tmp_path: Path) -> list:
+    env = _early.child_env()
+    env.update(env_extra)
+    out = subprocess.run(_early.child_argv(), env=env, capture_output=True, timeout=60, check=True)
+    return [p["name"] for p in json.loads(out.stdout)["platforms"]]
+
+
+def test_ocl_icd_filenames_gives_the_platforms_the_system_loader_gives(tmp_path: Path) -> None:
+    # The H200 machine's case in miniature. Each ICD entry is one platform, so the count tells which
+    # entries were loaded: the system's ocl-icd loads every OCL_ICD_FILENAMES entry plus the vendors
+    # directory, and never the wheel's bundled PoCL; pyopencl's bundled loader alone would load the
+    # vendors directory plus its bundled PoCL and ignore OCL_ICD_FILENAMES.
+    pocl = _bundled_pocl()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert len(_platforms({"OCL_ICD_VENDORS": str(empty)}, tmp_path)) == 1  # the bundled PoCL
+    two = f"{pocl}:{pocl}"
+    assert len(_platforms({"OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": two}, tmp_path)) == 2
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "pocl.icd").write_text(pocl + "\n")
+    assert len(_platforms({"OCL_ICD_VENDORS": str(vendors), "OCL_ICD_FILENAMES": two}, tmp_path)) == 3
+
+
+def test_vendors_dir_keeps_the_system_icds_and_adds_the_listed_ones(tmp_path: Path) -> None:
+    vendors = tmp_path / "etc"
+    vendors.mkdir()
+    (vendors / "intel.icd").write_text("libigdrcl.so\n")
+    (vendors / "README").write_text("not an icd\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    got = icd_vendors_dir(
+        {"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1:/opt/x/libfoo.so", "OCL_ICD_VENDORS": str(vendors)},
+        str(out),
+    )
+    assert got == str(out)
+    contents = sorted(p.read_text().strip() for p in out.iterdir())
+    assert contents == ["/opt/x/libfoo.so", "libigdrcl.so", "libnvidia-opencl.so.1"]
+
+
+def test_without_ocl_icd_filenames_nothing_changes(tmp_path: Path) -> None:
+    assert icd_vendors_dir({"OCL_ICD_VENDORS": "/nonexistent"}, str(tmp_path)) is None
+    assert icd_vendors_dir({"OCL_ICD_FILENAMES": " : "}, str(tmp_path)) is None
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_missing_vendors_dir_still_gives_the_listed_libraries(tmp_path: Path) -> None:
+    got = icd_vendors_dir(
+        {"OCL_ICD_FILENAMES": "libnvidia-opencl.so.1", "OCL_ICD_VENDORS": str(tmp_path / "absent")},
+        str(tmp_path),
+    )
+    assert got and [p.read_text().strip() for p in tmp_path.iterdir()] == ["libnvidia-opencl.so.1"]
