@@ -217,6 +217,13 @@ def run(args: argparse.Namespace) -> int:
             done = recover(target)
             if done and not args.json:
                 print(done, file=sys.stderr)
+        elif not replay and not args.json:
+            from ..install.guard import read_journal
+
+            if read_journal(_target_of(args, plan.recipe)) is not None:
+                print("warning: an install into this target was interrupted and is not rolled back yet; "
+                      "`mlprobe install --recover` (or the same command with --apply) rolls it back",
+                      file=sys.stderr)
         return _run_locked(args, opts, plan, report, replay)
 
 
