@@ -143,6 +143,7 @@ _SUPERVISOR = (
     "        os.execvp(sys.argv[2], sys.argv[2:])\n"
     "    except OSError as exc:\n"
     "        sys.stderr.write(str(exc) + '\\n'); os._exit(127)\n"
+    "signal.signal(signal.SIGINT, lambda signum, frame: os.kill(pid, signal.SIGINT))\n"  # aimed at it alone
     "while True:\n"
     "    try:\n"
     "        _, status = os.waitpid(pid, 0); break\n"
