@@ -88,6 +88,12 @@ class LiveHost:
         self._timeout_scale = timeout_scale
         self._env: Mapping[str, str] = env if env is not None else os.environ
         self._info: Optional[Dict[str, Any]] = None
+        self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
+
+    def pending(self) -> Dict[str, float]:
+        """Captures being taken now, with the seconds each has taken so far."""
+        now = time.perf_counter()
+        return {n: now - t for n, t in list(self._inflight.items())}
 
     def prefetch(self, names: Iterable[str]) -> None:
         """Start taking slow captures now, in background threads (results land in the cache)."""
@@ -115,7 +121,11 @@ class LiveHost:
             if name in self._cache:
                 return self._cache[name]
             started = time.perf_counter()
-            cap = self._take(spec(name))
+            self._inflight[name] = started
+            try:
+                cap = self._take(spec(name))
+            finally:
+                self._inflight.pop(name, None)
             cap = Capture(cap.name, cap.status, cap.data, cap.error, time.perf_counter() - started)
             with self._guard:
                 self._cache[name] = cap

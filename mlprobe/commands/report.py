@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import ui
 from ..errors import EXIT_USAGE, MlprobeError
 from .common import add_replay, host_source, make_host
 
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
         shared_live_host().prefetch(["mlprobe-opencl.json"])
     options = ReportOptions(verify=args.verify, include_raw=args.include_raw, redact=not args.no_redact)
-    doc = build_report(host, options, source=host_source(host, args))
+    with ui.progress("report: scanning, planning" + (", verifying" if args.verify else "")):
+        doc = build_report(host, options, source=host_source(host, args))
     text = render_markdown(doc) if fmt == "markdown" else json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if args.no_redact:
         print(
@@ -91,14 +93,13 @@ def run(args: argparse.Namespace) -> int:
         red = doc.get("redactions") or {}
         kinds = red.get("kinds") or {}
         what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"
-        print(
+        ui.note(
             f"wrote {args.output} ({fmt}; "
             + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
-            + ")",
-            file=sys.stderr,
+            + ")"
         )
         if args.include_raw and fmt == "json":
-            print(f"replay it with: mlprobe scan --replay {args.output}", file=sys.stderr)
+            ui.note(f"replay it with: mlprobe scan --replay {args.output}")
     else:
         sys.stdout.write(text)
     return 0
