@@ -80,10 +80,28 @@ def load_side(path: str) -> Side:
     p = Path(path)
     if p.is_dir():
         return _bundle_side(p)
+    from ..host import UnreadableFile, read_regular
+    from .validate import MAX_DOCUMENT_BYTES
+
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        raw = read_regular(p, MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise DiffInputError(f"{p} is neither a bundle folder nor a readable JSON file: {exc}") from None
+    from .validate import DocumentError, check_document
+
+    if isinstance(doc, dict) and ("scan" in doc or any(k in doc for k in ("cpu", "gpus", "os"))):
+        try:
+            check_document(doc, str(p))
+        except DocumentError as exc:
+            raise DiffInputError(str(exc)) from None
+    elif isinstance(doc, dict):
+        try:
+            check_document({k: v for k, v in doc.items() if k == "report_version"}, str(p))
+        except DocumentError as exc:
+            raise DiffInputError(str(exc)) from None
     if isinstance(doc, dict) and isinstance(doc.get("scan"), dict):
         plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else None
         if plan is not None and plan.get("available") is False:
