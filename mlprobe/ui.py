@@ -75,6 +75,53 @@ def safe(text: Any) -> str:
     return _CONTROL.sub(esc, s)
 
 
+def display_path(path: Any) -> str:
+    """A path as text that can be printed and stored in JSON: bytes that are not UTF-8 (a folder
+    name from another locale) are written as escapes (\\xff) instead of lone surrogates."""
+    s = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    s = str(s)
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def encodable(text: str) -> str:
+    """Text without lone surrogates (anything that slipped past display_path is escaped)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_file(path: Any, text: str) -> None:
+    """Write a whole file or nothing: the text is encoded first and lands under a temporary name,
+    renamed over `path` only when complete (an error never leaves a 0-byte or half file)."""
+    import tempfile
+
+    data = text.encode("utf-8", "backslashreplace")
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".mlprobe-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            mode = os.stat(target).st_mode & 0o777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def safe_line(text: Any) -> str:
     """`safe`, and newlines too (for a value that must stay on one line)."""
     return safe(text).replace("\n", "\\n").replace("\t", " ")

@@ -53,7 +53,9 @@ def scan_host(host: Host) -> Any:
 
 def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:
     if host.kind == "replay":
-        return {"kind": "replay", "bundle": str(getattr(args, "replay", ""))}
+        from ..ui import display_path
+
+        return {"kind": "replay", "bundle": display_path(getattr(args, "replay", ""))}
     return {"kind": "live"}
 
 

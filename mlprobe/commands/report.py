@@ -87,19 +87,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            ui.write_file(args.output, text)
         except OSError as exc:
             raise _output_error(Path(args.output), exc.strerror or str(exc)) from None
         red = doc.get("redactions") or {}
         kinds = red.get("kinds") or {}
         what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"
         ui.note(
-            f"wrote {args.output} ({fmt}; "
+            f"wrote {ui.display_path(args.output)} ({fmt}; "
             + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
             + ")"
         )
         if args.include_raw and fmt == "json":
-            ui.note(f"replay it with: mlprobe scan --replay {args.output}")
+            ui.note(f"replay it with: mlprobe scan --replay {ui.display_path(args.output)}")
     else:
         sys.stdout.write(text)
     return 0

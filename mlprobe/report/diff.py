@@ -72,8 +72,16 @@ def _bundle_side(p: Path) -> Side:
         host = open_replay(p)
     except BundleError as exc:
         raise DiffInputError(str(exc)) from None
-    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": str(p)})
-    return Side(str(p), rep, _plan_for(rep), "bundle")
+    from ..ui import display_path
+
+    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": display_path(p)})
+    return Side(display_path(p), rep, _plan_for(rep), "bundle")
+
+
+def _label(p: Path) -> str:
+    from ..ui import display_path
+
+    return display_path(p)
 
 
 def load_side(path: str) -> Side:
@@ -106,9 +114,9 @@ def load_side(path: str) -> Side:
         plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else None
         if plan is not None and plan.get("available") is False:
             plan = None
-        return Side(str(p), doc["scan"], plan, "report")
+        return Side(_label(p), doc["scan"], plan, "report")
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
-        return Side(str(p), doc, _plan_for(doc), "scan")
+        return Side(_label(p), doc, _plan_for(doc), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
         return _bundle_side(p)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")
