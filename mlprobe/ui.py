@@ -45,6 +45,21 @@ def debug(text: str) -> None:
         print(safe(text), file=sys.stderr)
 
 
+# Width of output that is not a terminal: no wrapping, so a command stays one copyable line.
+UNWRAPPED_WIDTH = 10_000
+
+
+def console(file: Any = None, stderr: bool = False, **kwargs: Any) -> Any:
+    """A rich Console: on a terminal, its width; piped or redirected, lines are never wrapped at 80
+    columns (a command in the output stays one line that can be copied)."""
+    from rich.console import Console
+
+    con = Console(file=file, stderr=stderr, **kwargs)
+    if not con.is_terminal:
+        con = Console(file=file, stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True, **kwargs)
+    return con
+
+
 def stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
@@ -73,6 +88,31 @@ def safe(text: Any) -> str:
         return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
 
     return _CONTROL.sub(esc, s)
+
+
+def deep_safe(obj: Any, markup: bool = False) -> Any:
+    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree; with `markup`,
+    rich's markup characters are escaped too (for values printed inside rich markup)."""
+    import dataclasses
+
+    if isinstance(obj, str):
+        out = safe(obj)
+        if markup and "[" in out:
+            from rich.markup import escape
+
+            out = escape(out)
+        return out
+    if isinstance(obj, dict):
+        return {k: deep_safe(v, markup) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [deep_safe(v, markup) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(deep_safe(v, markup) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: deep_safe(getattr(obj, f.name), markup) for f in dataclasses.fields(obj)
+                   if f.init}
+        return dataclasses.replace(obj, **changes)
+    return obj
 
 
 def display_path(path: Any) -> str:

@@ -128,3 +128,47 @@ def test_shell_completion_scripts() -> None:
         assert "mlprobe" in out and "--replay" in out and "verify" in out
     rc, _, err = sub(["completion", "fish-and-chips"])
     assert rc == EXIT_USAGE
+
+
+def _readme_samples() -> List[Tuple[str, str]]:
+    """(command, the output the README shows for it) for every ``` block that starts with `$ mlprobe`."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    out = []
+    for block in re.findall(r"(?m)^```[a-z]*\n(.*?)^```", text, re.S):
+        lines = block.rstrip("\n").split("\n")
+        if lines[0].startswith("$ mlprobe ") and len(lines) > 1:
+            out.append((lines[0][2:], "\n".join(lines[1:])))
+    return out
+
+
+def test_readme_sample_output_is_what_mlprobe_prints() -> None:
+    samples = _readme_samples()
+    assert samples, "the README shows no sample output"
+    for command, shown in samples:
+        argv = command.split()[1:]
+        rc, out, err = run(*argv)
+        assert rc == 0, err
+        assert [ln.rstrip() for ln in out.rstrip("\n").split("\n")] == \
+            [ln.rstrip() for ln in shown.split("\n")], command
+
+
+def test_piped_output_is_not_wrapped() -> None:
+    """A long command in the plan stays on one line when the output is piped."""
+    rc, out, _ = sub(["plan", "--replay", str(FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo")])
+    assert rc == 0
+    assert any(len(ln) > 100 for ln in out.splitlines())
+    note = [ln for ln in out.splitlines() if "MLPROBE_PYTORCH_INDEX_URL" in ln]
+    assert note and "mlprobe install" in note[0]  # the sentence is not cut at 80 columns
+    for ln in out.splitlines():
+        if "$ python -m pip install" in ln:
+            assert ln.rstrip(" │").split("$ ", 1)[1].count("pip install") == 1
+
+
+def test_replayed_scan_does_not_speak_of_this_python_and_counts_right(tmp_path: Path) -> None:
+    rc, out, _ = run("scan", "--replay", FIXTURES / "linux-nogpu-amd-epyc-zen5-mlprobe-capture")
+    assert rc == 0 and "this Python" not in out and "the captured Python" in out
+    from mlprobe.render.terminal import count
+
+    assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "? cores"

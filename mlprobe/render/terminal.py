@@ -18,18 +18,33 @@ def human_bytes(n: Optional[int]) -> str:
     return "?"
 
 
-def console() -> Any:
-    from rich.console import Console
+def count(n: Optional[int], word: str) -> str:
+    """`1 core`, `2 cores`, `? cores`."""
+    if n is None:
+        return f"? {word}s"
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
-    return Console()
+
+def console() -> Any:
+    from ..ui import console as make
+
+    return make()
 
 
 def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     from rich.table import Table
 
+    from ..ui import deep_safe
+
     con = console()
+    # Every value came from a capture: control characters and escape sequences are shown as text,
+    # and rich markup in them is printed, not obeyed.
+    facts = deep_safe(facts, markup=True)
+    report = deep_safe(report, markup=True)
     o, c = facts.os, facts.cpu
-    where = "replayed bundle" if report.get("source", {}).get("kind") == "replay" else "this machine"
+    replayed = (report.get("source") or {}).get("kind") == "replay"
+    where = "replayed bundle" if replayed else "this machine"
+    python_label = "the captured Python" if replayed else "this Python"
     con.print(f"[bold]mlprobe scan[/bold] of {where}: {o.distro or o.system or '?'}"
               + (" (WSL)" if o.wsl else "") + (f", glibc {o.glibc}" if o.glibc else ""))
     level = f"x86-64-v{c.x86_64_level}" if c.x86_64_level else (c.arch or "?")
@@ -46,7 +61,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output)")
     else:
         con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
-                  f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
+                  f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}, [bold]{level}[/bold]"
                   + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
     if not flags and c.arch:
         con.print("    [dim]SIMD flags: not in this capture[/dim]")
@@ -90,7 +105,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     con.print("[bold]Runtimes[/bold] " + ("; ".join(parts) if parts else "none found"))
 
     if facts.frameworks:
-        ft = Table(title="Frameworks (this Python)", title_justify="left")
+        ft = Table(title=f"Frameworks ({python_label})", title_justify="left")
         ft.add_column("name")
         ft.add_column("version")
         ft.add_column("build")
@@ -102,7 +117,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         if fw_probe is not None and fw_probe.status != "ok":
             con.print("[bold]Frameworks[/bold] unknown: no list of installed packages in this capture")
         else:
-            con.print(f"[bold]Frameworks[/bold] none installed in this Python ({facts.python.version or '?'})")
+            con.print(f"[bold]Frameworks[/bold] none installed in {python_label} ({facts.python.version or '?'})")
     for w in facts.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}")
     bad = [p for p in facts.probes if p.status in ("error", "timeout")]

@@ -118,12 +118,14 @@ def rows(doc: Dict[str, Any]) -> List[List[str]]:
 
 
 def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(file=stream or sys.stdout, highlight=False)
-    if not con.is_terminal:
-        con = Console(file=stream or sys.stdout, highlight=False, width=120)
+    from ..ui import deep_safe
+
+    doc = deep_safe(doc)
+    from ..ui import console
+
+    con = console(file=stream or sys.stdout, highlight=False)
     py = doc.get("python") or {}
     con.print(f"[bold]mlprobe verify[/bold] in {py.get('executable')} (Python {py.get('version')})")
     t = Table(title_justify="left", show_lines=False)

@@ -270,18 +270,20 @@ def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
             "no differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n"
         )
 
+    from ..ui import safe_line
+
     def cell(item: str, v: Any) -> str:
         if v is None:
             return "—"
         if item.endswith("memory_bytes") and isinstance(v, int) and not isinstance(v, bool) and v > 0:
             return f"{v / 1024**3:.1f} GiB"
-        return str(v)
+        return safe_line(v)  # from a capture: control characters shown escaped
 
     rows = [("section", "what", "A", "B")] + [
-        (d.section, d.item, cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
+        (d.section, safe_line(d.item), cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
     ]
     width = [min(max(len(r[i]) for r in rows), 48 if i >= 2 else 32) for i in range(4)]
-    lines = [f"A = {a.label}", f"B = {b.label}", ""]
+    lines = [f"A = {safe_line(a.label)}", f"B = {safe_line(b.label)}", ""]
     for k, r in enumerate(rows):
         cells = [textwrap.wrap(c, width[i], break_on_hyphens=False) or [""] for i, c in enumerate(r)]
         for n in range(max(len(c) for c in cells)):

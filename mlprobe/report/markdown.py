@@ -81,7 +81,11 @@ def cpu_line(scan: Dict[str, Any]) -> str:
     head = c.get("model") or c.get("vendor") or "unknown CPU"
     bits = [b for b in (c.get("arch"),) if b]
     if c.get("cores") or c.get("threads"):
-        bits.append(f"{c.get('cores') or '?'} cores / {c.get('threads') or '?'} threads")
+        from ..render.terminal import count
+
+        cores, threads = c.get("cores"), c.get("threads")
+        bits.append(f"{count(cores if isinstance(cores, int) else None, 'core')} / "
+                    f"{count(threads if isinstance(threads, int) else None, 'thread')}")
     if c.get("x86_64_level"):
         bits.append(f"**x86-64-v{c['x86_64_level']}**")
     flags = set(c.get("flags") or [])
