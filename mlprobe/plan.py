@@ -233,12 +233,19 @@ def make_plan(
             "the target Python is unknown (the scan has none): recipes were checked without it; "
             "pass --python X.Y"
         )
+    ov = report.get("overrides")
+    overrides: Dict[str, Any] = ov if isinstance(ov, dict) else {}
+    python_source = ctx["python"]["source"]
+    if python_source == "scan" and "MLPROBE_OVERRIDE_PYTHON_VERSION" in overrides:
+        python_source = "overridden by MLPROBE_OVERRIDE_PYTHON_VERSION"
+    for key, value in overrides.items():
+        warnings.append(f"overridden: {key}={value}; this plan is for that, not for what the machine has")
     return {
         "plan_version": PLAN_VERSION,
         "framework": framework,
         "target": {
             "python": ctx["python"]["version"],
-            "python_source": ctx["python"]["source"],
+            "python_source": python_source,
             "os": ctx["os"]["system"],
             "wsl": ctx["os"]["wsl"],
             "arch": ctx["cpu"]["arch"],

@@ -142,8 +142,32 @@ def merge_gpus(observations: List[Tuple[str, List[GpuFacts]]]) -> List[GpuFacts]
     return merged
 
 
-def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
+OVERRIDABLE = ("CPU_FLAGS", "PYTHON_VERSION")
+
+
+def check_overrides(overrides: Dict[str, str], where: str) -> None:
+    """An override that is not one mlprobe knows, or whose value is not a value of that fact, is an
+    error (exit 2): a silent typo would make a plan for a machine nobody has."""
+    from .errors import EXIT_USAGE, MlprobeError
+
+    known = ", ".join(f"MLPROBE_OVERRIDE_{k}" for k in OVERRIDABLE)
+    for key, value in overrides.items():
+        fact = key[len("MLPROBE_OVERRIDE_"):]
+        why = None
+        if fact not in OVERRIDABLE:
+            why = f"mlprobe knows these overrides: {known}"
+        elif fact == "PYTHON_VERSION" and not re.fullmatch(r"\d+\.\d+(\.\d+)?", value.strip()):
+            why = "expected a Python version such as 3.10"
+        elif fact == "CPU_FLAGS" and not re.fullmatch(r"[A-Za-z0-9_.]+(\s+[A-Za-z0-9_.]+)*", value.strip()):
+            why = "expected CPU flags in /proc/cpuinfo spelling, separated by spaces, e.g. \"sse sse2 avx\""
+        if why:
+            raise MlprobeError(f"invalid override {key}={value!r} ({where})", why=why,
+                               next_step=f"fix or remove {key} ({where})", ref="E004", exit_code=EXIT_USAGE)
+
+
+def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "environment") -> Facts:
     """MLPROBE_OVERRIDE_<FACT>: escape hatches for tests and odd machines, recorded in the report."""
+    check_overrides(overrides, where)
     used: Dict[str, str] = {}
     cpu = facts.cpu
     for key, value in overrides.items():
@@ -155,7 +179,7 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
             cpu = replace(cpu, flags=flags, x86_64_level=x86_64_level(flags) if cpu.arch == "x86_64" else None)
             used[key] = value
         elif fact == "python_version":
-            facts = replace(facts, python=replace(facts.python, version=value))
+            facts = replace(facts, python=replace(facts.python, version=value.strip()))
             used[key] = value
     if used:
         facts = replace(facts, cpu=cpu, overrides=used)
@@ -206,7 +230,8 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
         os=os_f, cpu=cpu, memory=mem, python=py, gpus=tuple(gpus), runtimes=runtimes,
         frameworks=tuple(frameworks), usb_accelerators=tuple(usb), probes=tuple(statuses),
     )
-    facts = _apply_overrides(facts, host.env_overrides())
+    facts = _apply_overrides(facts, host.env_overrides(),
+                             "the bundle's host.json" if host.kind == "replay" else "the environment")
     facts = replace(facts, warnings=tuple(dict.fromkeys(warnings + hardware_warnings(facts))))
     return facts
 

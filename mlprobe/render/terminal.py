@@ -48,6 +48,12 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     con.print(f"[bold]mlprobe scan[/bold] of {where}: {o.distro or o.system or '?'}"
               + (" (WSL)" if o.wsl else "") + (f", glibc {o.glibc}" if o.glibc else ""))
     level = f"x86-64-v{c.x86_64_level}" if c.x86_64_level else (c.arch or "?")
+    ov = facts.overrides or {}
+    flags_ov = " [yellow](overridden: MLPROBE_OVERRIDE_CPU_FLAGS)[/yellow]" if "MLPROBE_OVERRIDE_CPU_FLAGS" in ov else ""
+    py_ov = " [yellow](overridden)[/yellow]" if "MLPROBE_OVERRIDE_PYTHON_VERSION" in ov else ""
+    if ov:
+        con.print("[yellow]overridden:[/yellow] " + "; ".join(f"{k}={v}" for k, v in ov.items())
+                  + " [dim](facts set by MLPROBE_OVERRIDE_*, not read from the machine)[/dim]")
     flags = set(c.flags)
     shown = []
     for f in ML_FLAGS:
@@ -61,7 +67,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output)")
     else:
         con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
-                  f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}, [bold]{level}[/bold]"
+                  f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}, [bold]{level}[/bold]{flags_ov}"
                   + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
     if not flags and c.arch:
         con.print("    [dim]SIMD flags: not in this capture[/dim]")
@@ -117,7 +123,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         if fw_probe is not None and fw_probe.status != "ok":
             con.print("[bold]Frameworks[/bold] unknown: no list of installed packages in this capture")
         else:
-            con.print(f"[bold]Frameworks[/bold] none installed in {python_label} ({facts.python.version or '?'})")
+            con.print(f"[bold]Frameworks[/bold] none installed in {python_label} "
+                      f"({facts.python.version or '?'}{py_ov})")
     for w in facts.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}")
     bad = [p for p in facts.probes if p.status in ("error", "timeout")]

@@ -195,14 +195,23 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
     """Every difference that matters for choosing a stack. Tolerates any JSON shape."""
     sa, sb = _d(a.scan), _d(b.scan)
     out: List[Difference] = []
+    # Facts set by MLPROBE_OVERRIDE_* on either side are not the hardware: the overrides are listed
+    # as such, and the facts they set are not compared.
+    oa, ob = _d(sa.get("overrides")), _d(sb.get("overrides"))
+    for key in sorted(set(oa) | set(ob)):
+        if oa.get(key) != ob.get(key):
+            out.append(Difference("overrides", key, oa.get(key), ob.get(key)))
+    flags_overridden = "MLPROBE_OVERRIDE_CPU_FLAGS" in oa or "MLPROBE_OVERRIDE_CPU_FLAGS" in ob
+    python_overridden = "MLPROBE_OVERRIDE_PYTHON_VERSION" in oa or "MLPROBE_OVERRIDE_PYTHON_VERSION" in ob
     out += _fields("os", _d(sa.get("os")), _d(sb.get("os")), OS_FIELDS)
     ca, cb = _d(sa.get("cpu")), _d(sb.get("cpu"))
-    out += _fields("cpu", ca, cb, CPU_FIELDS)
+    cpu_fields = tuple(f for f in CPU_FIELDS if not (flags_overridden and f == "x86_64_level"))
+    out += _fields("cpu", ca, cb, cpu_fields)
     fa = {str(_hashable(f)) for f in _l(ca.get("flags"))}
     fb = {str(_hashable(f)) for f in _l(cb.get("flags"))}
-    if fa - fb:
+    if fa - fb and not flags_overridden:
         out.append(Difference("cpu", "flags only in A", " ".join(sorted(fa - fb)), None))
-    if fb - fa:
+    if fb - fa and not flags_overridden:
         out.append(Difference("cpu", "flags only in B", None, " ".join(sorted(fb - fa))))
     ga = [g for g in _l(sa.get("gpus")) if isinstance(g, dict)]
     gb = [g for g in _l(sb.get("gpus")) if isinstance(g, dict)]
@@ -233,7 +242,8 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
         vb = _fw(fwb.get(name))
         if va != vb:
             out.append(Difference("frameworks", name, va, vb))
-    out += _fields("python", _d(sa.get("python")), _d(sb.get("python")), PYTHON_FIELDS)
+    py_fields = tuple(f for f in PYTHON_FIELDS if not (python_overridden and f == "version"))
+    out += _fields("python", _d(sa.get("python")), _d(sb.get("python")), py_fields)
     pa, pb = dict(plan_picks(a.plan)), dict(plan_picks(b.plan))
     for fw in sorted(set(pa) | set(pb)):
         if pa.get(fw) != pb.get(fw):
@@ -257,7 +267,7 @@ def diff_document(a: Side, b: Side, diffs: List[Difference]) -> Dict[str, Any]:
         "b": {"path": b.label, "kind": b.kind},
         "same": not diffs,
         "differences": [d.to_dict() for d in diffs],
-        "compared": ["os", "cpu", "gpus", "runtimes", "frameworks", "python", "plan"],
+        "compared": ["overrides", "os", "cpu", "gpus", "runtimes", "frameworks", "python", "plan"],
         "plan_compared": a.plan is not None and b.plan is not None,
     }
 

@@ -261,7 +261,12 @@ def verify_lines(verify: Any) -> List[str]:
 
 def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
     scan = doc.get("scan") or {}
-    rows = [("OS", os_line(scan)), ("CPU", cpu_line(scan))]
+    raw_ov = scan.get("overrides")
+    ov: Dict[str, Any] = raw_ov if isinstance(raw_ov, dict) else {}
+    rows = [("OS", os_line(scan) + (" (Python overridden)" if "MLPROBE_OVERRIDE_PYTHON_VERSION" in ov else "")),
+            ("CPU", cpu_line(scan) + (" (flags overridden)" if "MLPROBE_OVERRIDE_CPU_FLAGS" in ov else ""))]
+    for key, value in ov.items():
+        rows.append(("Overridden", f"{key}={value} (set for testing, not read from the machine)"))
     gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
     if not gpus:
         rows.append(("GPU", "none found"))
