@@ -228,6 +228,13 @@ def make_plan(
             f"{placeholder} in the commands stands for PyTorch's wheel index (…/whl): this mlprobe "
             f"ships without its URL; set {env} (or pass --index-url to mlprobe install)"
         )
+    undriven = ctx["nvidia"].get("undriven") or []
+    if undriven:
+        warnings.append(
+            f"the NVIDIA driver (nvidia-smi) sees {ctx['nvidia']['count']} GPU(s) but lspci lists "
+            f"{ctx['nvidia']['count'] + len(undriven)}: planned for the {ctx['nvidia']['count']} the driver "
+            "sees; not driven: " + ", ".join(f"{g['name'] or 'NVIDIA GPU'} at {g['pci_bus_id'] or '?'}"
+                                              for g in undriven))
     if ctx["python"]["version"] is None:
         warnings.append(
             "the target Python is unknown (the scan has none): recipes were checked without it; "

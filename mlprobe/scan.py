@@ -243,6 +243,14 @@ def hardware_warnings(facts: Facts) -> List[str]:
     if cpu.arch == "x86_64" and cpu.flags and "avx" not in cpu.flags:
         out.append("no AVX: stock TensorFlow wheels crash with \"Illegal instruction\" on this CPU; "
                    "PyTorch's CPU build still runs")
+    nv = [g for g in facts.gpus if g.vendor == "nvidia"]
+    driven = [g for g in nv if "nvidia" in g.sources]
+    bus_only = [g for g in nv if "nvidia" not in g.sources and "pci" in g.sources]
+    if driven and bus_only:
+        out.append(
+            f"lspci lists {len(driven) + len(bus_only)} NVIDIA GPUs but the driver (nvidia-smi) sees "
+            f"{len(driven)}: " + ", ".join(f"{g.name or 'NVIDIA GPU'} at {g.pci_bus_id or '?'}" for g in bus_only)
+            + " is not driven (no driver bound, disabled or failed); CUDA can use only what nvidia-smi lists")
     for g in facts.gpus:
         if g.vendor == "amd" and g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target:
             out.append(f"{g.name or 'AMD GPU'} is {g.gfx_target} but the ROCm runtime reports "

@@ -18,6 +18,11 @@ def human_bytes(n: Optional[int]) -> str:
     return "?"
 
 
+# Which tool a probe's GPU came from, in the words a user knows.
+SOURCE_NAMES = {"nvidia": "nvidia-smi", "pci": "lspci", "rocm": "rocminfo", "opencl": "OpenCL",
+                "windows": "Windows", "apple": "system_profiler", "intel": "sysfs", "collect_env": "collect_env"}
+
+
 def count(n: Optional[int], word: str) -> str:
     """`1 core`, `2 cores`, `? cores`."""
     if n is None:
@@ -75,7 +80,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print("    " + " ".join(s for s in shown if "amx" not in s or amx))
 
     gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
-    for col in ("vendor", "name", "driver", "target", "memory", "APIs"):
+    for col in ("vendor", "name", "driver", "target", "memory", "APIs", "seen by"):
         gt.add_column(col)
     for g in facts.gpus:
         target = g.compute_capability and f"sm {g.compute_capability}" or g.gfx_target or ""
@@ -85,9 +90,9 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
             target += f", MIG on ({g.mig_devices} slices)"
         gt.add_row(g.vendor, g.name or "?", g.driver_version or "", target,
                    "shared" if g.integrated and not g.memory_bytes else human_bytes(g.memory_bytes) if g.memory_bytes else "",
-                   ", ".join(g.apis))
+                   ", ".join(g.apis), ", ".join(SOURCE_NAMES.get(x, x) for x in g.sources))
     for u in facts.usb_accelerators:
-        gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb")
+        gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb", "lsusb")
     if facts.gpus or facts.usb_accelerators:
         con.print(gt)
     else:
