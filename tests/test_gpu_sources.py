@@ -53,3 +53,34 @@ def test_without_a_driver_answer_the_bus_is_what_there_is(tmp_path: Path) -> Non
     rc, out, _ = run("plan", "--json", "--replay", b)
     plan = json.loads(out)
     assert not any("not driven" in w for w in plan["warnings"])
+
+
+def _bus(i: int) -> str:
+    return f"{i >> 16:04x}:{(i >> 8) & 0xff:02x}:{(i >> 3) & 0x1f:02x}.{i % 8}"
+
+
+def test_merge_pairs_many_gpus_by_bus_id_in_any_order() -> None:
+    from mlprobe.facts import GpuFacts
+    from mlprobe.scan import merge_gpus
+
+    n = 600
+    smi = [GpuFacts(vendor="nvidia", name="NVIDIA A100", pci_bus_id=_bus(i), uuid=f"GPU-{i:08x}",
+                    compute_capability="8.0", sources=("nvidia",)) for i in range(n)]
+    pci = [GpuFacts(vendor="nvidia", name="GA100", pci_bus_id=_bus(i), pci_device_id="20b0", sources=("pci",))
+           for i in reversed(range(n))]
+    merged = merge_gpus([("nvidia", smi), ("pci", pci)])
+    assert len(merged) == n
+    assert all(g.sources == ("nvidia", "pci") and g.pci_device_id == "20b0" for g in merged)
+    assert [g.pci_bus_id for g in merged] == [_bus(i) for i in range(n)]
+
+
+def test_an_absurd_number_of_gpus_is_capped_with_a_warning(tmp_path: Path) -> None:
+    from mlprobe.scan import MAX_GPUS_PER_SOURCE
+
+    lines = "".join(f"{_bus(i)} VGA compatible controller [0300]: NVIDIA Corporation GA102 [GeForce RTX 3090] "
+                    "[10de:2204] (rev a1)\n" for i in range(MAX_GPUS_PER_SOURCE + 50))
+    b = bundle(tmp_path / "b", {"lspci.txt": lines})
+    rc, out, _ = run("scan", "--json", "--replay", b)
+    doc = json.loads(out)
+    assert len(doc["gpus"]) == MAX_GPUS_PER_SOURCE
+    assert any("only the first" in w for w in doc["warnings"])
