@@ -139,6 +139,10 @@ def build_report(
             redactor.seed_live(env)
         for name, data in files.items():
             redactor.learn(text_of(data)[0], mode_for(name))
+        # secrets seen in the scan, plan or verify documents are replaced in the captures too
+        for section in (scan_report, plan, verify):
+            if isinstance(section, dict):
+                redactor.learn(json.dumps(section, ensure_ascii=False), "json")
 
     notes: List[str] = []
     for section in (plan, verify):
