@@ -75,6 +75,65 @@ def _short(msg: str, limit: int = 300) -> str:
     return msg if len(msg) <= limit else msg[: limit - 1] + "…"
 
 
+class UnreadableFile(Exception):
+    """A path that is not a regular file we may read (symlink where none is allowed, FIFO, device,
+    folder, loop, permission denied). The message says which, in words."""
+
+
+def _kind_of(mode: int) -> str:
+    import stat
+
+    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def read_regular(path: "str | os.PathLike[str]", max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """At most `max_bytes` of a regular file. Never blocks on a FIFO, never reads a device, and with
+    follow_symlinks=False refuses a symbolic link (a bundle must not point outside itself).
+    FileNotFoundError when nothing is there; UnreadableFile for anything else that goes wrong."""
+    import stat
+
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        if not follow_symlinks or not os.path.lexists(path):
+            raise
+        raise UnreadableFile(f"{path} is a symbolic link to nothing") from None
+    except OSError as exc:  # ELOOP (a symlink loop), EACCES on a folder on the way, ...
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnreadableFile(f"{path} is a symbolic link; replay reads only regular files inside the bundle")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile(f"{path} is {_kind_of(st.st_mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the first look
+            raise UnreadableFile(f"{path} is not a regular file")
+        chunks = []
+        left = max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
 class LiveHost:
     """This machine. Every capture is taken at most once (cached), even when several probes
     ask for it concurrently."""
@@ -88,6 +147,12 @@ class LiveHost:
         self._timeout_scale = timeout_scale
         self._env: Mapping[str, str] = env if env is not None else os.environ
         self._info: Optional[Dict[str, Any]] = None
+        self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
+
+    def pending(self) -> Dict[str, float]:
+        """Captures being taken now, with the seconds each has taken so far."""
+        now = time.perf_counter()
+        return {n: now - t for n, t in list(self._inflight.items())}
 
     def prefetch(self, names: Iterable[str]) -> None:
         """Start taking slow captures now, in background threads (results land in the cache)."""
@@ -115,7 +180,11 @@ class LiveHost:
             if name in self._cache:
                 return self._cache[name]
             started = time.perf_counter()
-            cap = self._take(spec(name))
+            self._inflight[name] = started
+            try:
+                cap = self._take(spec(name))
+            finally:
+                self._inflight.pop(name, None)
             cap = Capture(cap.name, cap.status, cap.data, cap.error, time.perf_counter() - started)
             with self._guard:
                 self._cache[name] = cap
@@ -178,12 +247,11 @@ class LiveHost:
 
     def read_file(self, name: str, path: str, max_bytes: int = 8 * 1024 * 1024) -> Capture:
         try:
-            with open(path, "rb") as fh:
-                return Capture(name, "ok", data=fh.read(max_bytes))
+            return Capture(name, "ok", data=read_regular(path, max_bytes))
         except FileNotFoundError:
             return Capture(name, "absent", error=f"{path} does not exist")
-        except OSError as exc:
-            return Capture(name, "error", error=_short(f"could not read {path}: {exc.strerror or exc}"))
+        except UnreadableFile as exc:
+            return Capture(name, "error", error=_short(str(exc)))
 
 
 _SHARED: Optional[LiveHost] = None
@@ -401,34 +469,56 @@ class ReplayHost:
             self._folder = self.source
         elif self.source.is_file():
             self._files = _bundle_from_report(self.source)
+        elif os.path.lexists(self.source):
+            raise BundleError(f"{self.source} is neither a folder nor a regular file")
         else:
             raise BundleError(f"{self.source} does not exist")
         self._host_json = self._load_host_json()
 
     def names(self) -> list[str]:
+        """The capture names present: every entry of the folder that is there at all (a symlink or a
+        FIFO under a capture's name is present, and reading it is an error, not an absence)."""
         if self._folder is not None:
-            return sorted(p.name for p in self._folder.iterdir() if p.is_file())
+            import stat
+
+            try:
+                return sorted(p.name for p in self._folder.iterdir()
+                              if p.name in SPECS or stat.S_ISREG(os.lstat(p).st_mode))
+            except OSError:
+                return []
         return sorted(self._files)
 
+    def _read(self, name: str) -> Capture:
+        """A capture of the bundle: only a regular file inside the folder, capped at the size a
+        live capture of that name may have."""
+        limit = SPECS[name].max_bytes if name in SPECS else 8 * 1024 * 1024
+        if self._folder is None:
+            data = self._files.get(name)
+            if data is None:
+                return Capture(name, "absent", error=f"{name} is not in the bundle")
+            return Capture(name, "ok", data=data[:limit])
+        try:
+            data = read_regular(self._folder / name, limit, follow_symlinks=False)
+        except FileNotFoundError:
+            return Capture(name, "absent", error=f"{name} is not in the bundle")
+        except UnreadableFile as exc:
+            return Capture(name, "error", error=_short(f"{name}: {exc}"))
+        return Capture(name, "ok", data=data)
+
     def _raw(self, name: str) -> Optional[bytes]:
-        if self._folder is not None:
-            p = self._folder / name
-            try:
-                return p.read_bytes() if p.is_file() else None
-            except OSError:
-                return None
-        return self._files.get(name)
+        cap = self._read(name)
+        return cap.data if cap.ok else None
 
     def get(self, name: str) -> Capture:
         if name not in SPECS:
             spec(name)  # raises a clear KeyError for a typo in a probe
-        data = self._raw(name)
-        if data is None:
-            return Capture(name, "absent", error=f"{name} is not in the bundle")
-        return Capture(name, "ok", data=data)
+        return self._read(name)
 
     def _load_host_json(self) -> Dict[str, Any]:
-        data = self._raw("host.json")
+        cap = self._read("host.json")
+        if cap.status == "error":
+            raise BundleError(f"cannot read host.json in {self.source}: {cap.error}")
+        data = cap.data
         if data is None:
             return {}
         try:
@@ -474,10 +564,22 @@ class ReplayHost:
 
 
 def _bundle_from_report(path: Path) -> Dict[str, bytes]:
+    from .report.validate import MAX_DOCUMENT_BYTES
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        raw = read_regular(path, MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
+    if isinstance(doc, dict):
+        from .report.validate import DocumentError, check_version
+
+        try:
+            check_version(doc, str(path))
+        except DocumentError as exc:
+            raise BundleError(str(exc)) from None
     bundle = doc.get("capture_bundle") if isinstance(doc, dict) else None
     if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
         raise BundleError(

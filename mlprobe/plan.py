@@ -234,17 +234,31 @@ def make_plan(
             f"{placeholder} in the commands stands for a wheel index whose URL this mlprobe's knowledge "
             f"lacks; set {env} to its base URL (or pass --index-url to mlprobe install)"
         )
+    undriven = ctx["nvidia"].get("undriven") or []
+    if undriven:
+        warnings.append(
+            f"the NVIDIA driver (nvidia-smi) sees {ctx['nvidia']['count']} GPU(s) but lspci lists "
+            f"{ctx['nvidia']['count'] + len(undriven)}: planned for the {ctx['nvidia']['count']} the driver "
+            "sees; not driven: " + ", ".join(f"{g['name'] or 'NVIDIA GPU'} at {g['pci_bus_id'] or '?'}"
+                                              for g in undriven))
     if ctx["python"]["version"] is None:
         warnings.append(
             "the target Python is unknown (the scan has none): recipes were checked without it; "
             "pass --python X.Y"
         )
+    ov = report.get("overrides")
+    overrides: Dict[str, Any] = ov if isinstance(ov, dict) else {}
+    python_source = ctx["python"]["source"]
+    if python_source == "scan" and "MLPROBE_OVERRIDE_PYTHON_VERSION" in overrides:
+        python_source = "overridden by MLPROBE_OVERRIDE_PYTHON_VERSION"
+    for key, value in overrides.items():
+        warnings.append(f"overridden: {key}={value}; this plan is for that, not for what the machine has")
     return {
         "plan_version": PLAN_VERSION,
         "framework": framework,
         "target": {
             "python": ctx["python"]["version"],
-            "python_source": ctx["python"]["source"],
+            "python_source": python_source,
             "os": ctx["os"]["system"],
             "wsl": ctx["os"]["wsl"],
             "arch": ctx["cpu"]["arch"],

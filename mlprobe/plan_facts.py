@@ -89,6 +89,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
                 "apis": _strs(g.get("apis")),
                 "mig_mode": _s(g.get("mig_mode")),
                 "pci_device_id": _s(g.get("pci_device_id")),
+                "pci_bus_id": _s(g.get("pci_bus_id")),
+                "sources": _strs(g.get("sources")),
             }
         )
     platforms = []
@@ -189,10 +191,20 @@ def _host(
     return system, arch, inferred
 
 
+def _driven(g: Dict[str, Any]) -> bool:
+    return "nvidia" in (g.get("sources") or [])
+
+
 def _nvidia(gpus: List[Dict[str, Any]], cuda_rt: Dict[str, Any], kb: Kb) -> Dict[str, Any]:
     nv = []
-    for g in gpus:
-        if g.get("vendor") == "nvidia":
+    all_nv = [g for g in gpus if g.get("vendor") == "nvidia"]
+    # When the driver (nvidia-smi) answered, CUDA can use what it sees and nothing else: a GPU only
+    # lspci lists is not driven (no driver bound, disabled, failed). Without a driver answer, the
+    # bus's list is all there is to plan on.
+    driven = [g for g in all_nv if _driven(g)]
+    undriven = [g for g in all_nv if not _driven(g)] if driven else []
+    for g in all_nv:
+        if g.get("vendor") == "nvidia" and (not driven or _driven(g)):
             nv.append(
                 {
                     "name": g.get("name"),
@@ -210,6 +222,7 @@ def _nvidia(gpus: List[Dict[str, Any]], cuda_rt: Dict[str, Any], kb: Kb) -> Dict
         "cuda_version": _major_minor(cuda_rt.get("version")),
         "mig": any(g["mig"] for g in nv),
         "names": [g["name"] for g in nv],
+        "undriven": [{"name": g.get("name"), "pci_bus_id": g.get("pci_bus_id")} for g in undriven],
     }
 
 

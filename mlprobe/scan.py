@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import probes as registry
 from .facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
@@ -16,6 +17,9 @@ from .host import Host
 
 # Overall wall-clock limit for one probe (its captures have their own, shorter limits).
 PROBE_DEADLINE_S = 30.0
+# More GPUs than this from one source is not a machine (the largest single systems have a few
+# hundred accelerators): the rest are dropped with a warning, so a hostile capture costs seconds.
+MAX_GPUS_PER_SOURCE = 1024
 
 
 def run_probe(name: str, module: str, host: Host) -> Tuple[Contribution, float]:
@@ -110,40 +114,85 @@ def _combine(a: GpuFacts, b: GpuFacts) -> GpuFacts:
 
 
 def merge_gpus(observations: List[Tuple[str, List[GpuFacts]]]) -> List[GpuFacts]:
-    """One entry per physical device. Observations come grouped by source, in priority order."""
+    """One entry per physical device. Observations come grouped by source, in priority order.
+
+    Near-linear: a device of one source is compared only with entries from earlier sources (those
+    this source added cannot be the same device twice), and only with those on the same PCI bus id
+    or without one (two different bus ids are never the same device)."""
     merged: List[GpuFacts] = []
     for source, gpus in observations:
+        base = len(merged)  # entries from earlier sources: the only candidates
         taken: set[int] = set()
+        by_bus: Dict[str, List[int]] = {}
+        no_bus: List[int] = []
+        per_vendor: Dict[str, set[int]] = {}  # untaken candidates by vendor
+        for i in range(base):
+            m = merged[i]
+            if source in m.sources:
+                continue
+            if m.pci_bus_id:
+                by_bus.setdefault(m.pci_bus_id, []).append(i)
+            else:
+                no_bus.append(i)
+            per_vendor.setdefault(m.vendor, set()).add(i)
+
+        def take(i: int) -> None:
+            taken.add(i)
+            per_vendor.get(merged[i].vendor, set()).discard(i)
+
         leftovers: List[GpuFacts] = []
         for g in gpus:
-            match = None
-            for i, m in enumerate(merged):
-                if i not in taken and source not in m.sources and _same_gpu(m, g):
-                    match = i
-                    break
+            if g.pci_bus_id:
+                candidates: Iterable[int] = sorted(by_bus.get(g.pci_bus_id, []) + no_bus)
+            else:
+                candidates = (i for i in range(base) if source not in merged[i].sources)
+            match = next((i for i in candidates if i not in taken and _same_gpu(merged[i], g)), None)
             if match is None:
                 leftovers.append(g)
                 continue
-            taken.add(match)
+            take(match)
             merged[match] = _combine(merged[match], g)
         # A lone device of a vendor seen by a lone device of the same vendor is the same device
         # (e.g. lspci's "CoffeeLake-S GT2" and OpenCL's "Intel(R) UHD Graphics 630").
+        from_source = Counter(x.vendor for x in gpus)
         for g in leftovers:
-            same_vendor = [i for i, m in enumerate(merged) if m.vendor == g.vendor and i not in taken
-                           and source not in m.sources]
-            others_from_source = [x for x in gpus if x.vendor == g.vendor]
-            if (len(same_vendor) == 1 and len(others_from_source) == 1
-                    and not (merged[same_vendor[0]].pci_bus_id and g.pci_bus_id)):
-                i = same_vendor[0]
-                taken.add(i)
+            same_vendor = per_vendor.get(g.vendor, set())
+            if (len(same_vendor) == 1 and from_source[g.vendor] == 1
+                    and not (merged[next(iter(same_vendor))].pci_bus_id and g.pci_bus_id)):
+                i = next(iter(same_vendor))
+                take(i)
                 merged[i] = _combine(merged[i], g)
             else:
                 merged.append(replace(g, sources=tuple(dict.fromkeys(g.sources or (source,)))))
     return merged
 
 
-def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
+OVERRIDABLE = ("CPU_FLAGS", "PYTHON_VERSION")
+
+
+def check_overrides(overrides: Dict[str, str], where: str) -> None:
+    """An override that is not one mlprobe knows, or whose value is not a value of that fact, is an
+    error (exit 2): a silent typo would make a plan for a machine nobody has."""
+    from .errors import EXIT_USAGE, MlprobeError
+
+    known = ", ".join(f"MLPROBE_OVERRIDE_{k}" for k in OVERRIDABLE)
+    for key, value in overrides.items():
+        fact = key[len("MLPROBE_OVERRIDE_"):]
+        why = None
+        if fact not in OVERRIDABLE:
+            why = f"mlprobe knows these overrides: {known}"
+        elif fact == "PYTHON_VERSION" and not re.fullmatch(r"\d+\.\d+(\.\d+)?", value.strip()):
+            why = "expected a Python version such as 3.10"
+        elif fact == "CPU_FLAGS" and not re.fullmatch(r"[A-Za-z0-9_.]+(\s+[A-Za-z0-9_.]+)*", value.strip()):
+            why = "expected CPU flags in /proc/cpuinfo spelling, separated by spaces, e.g. \"sse sse2 avx\""
+        if why:
+            raise MlprobeError(f"invalid override {key}={value!r} ({where})", why=why,
+                               next_step=f"fix or remove {key} ({where})", ref="E004", exit_code=EXIT_USAGE)
+
+
+def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "environment") -> Facts:
     """MLPROBE_OVERRIDE_<FACT>: escape hatches for tests and odd machines, recorded in the report."""
+    check_overrides(overrides, where)
     used: Dict[str, str] = {}
     cpu = facts.cpu
     for key, value in overrides.items():
@@ -155,7 +204,7 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str]) -> Facts:
             cpu = replace(cpu, flags=flags, x86_64_level=x86_64_level(flags) if cpu.arch == "x86_64" else None)
             used[key] = value
         elif fact == "python_version":
-            facts = replace(facts, python=replace(facts.python, version=value))
+            facts = replace(facts, python=replace(facts.python, version=value.strip()))
             used[key] = value
     if used:
         facts = replace(facts, cpu=cpu, overrides=used)
@@ -183,6 +232,12 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
         ((name, list(c.gpus)) for name, c, _ in parts if c.gpus),
         key=lambda t: order.get(t[0], len(order)),
     )
+    capped: List[str] = []
+    for i, (name, found) in enumerate(gpu_groups):
+        if len(found) > MAX_GPUS_PER_SOURCE:
+            capped.append(f"the {name} capture lists {len(found):,} GPUs; only the first {MAX_GPUS_PER_SOURCE:,} "
+                          "are kept (no machine has that many: the capture is probably corrupt or made up)")
+            gpu_groups[i] = (name, found[:MAX_GPUS_PER_SOURCE])
     gpus = merge_gpus(gpu_groups)
     runtimes: Dict[str, Any] = {"cuda": None, "rocm": None, "opencl": None, "metal": None, "directml": None}
     for _, c, _ in parts:
@@ -201,12 +256,13 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
                 seen_fw.add(fw.name)
                 frameworks.append(fw)
     usb = [u for _, c, _ in parts for u in c.usb_accelerators]
-    warnings = [w for _, c, _ in parts for w in c.warnings]
+    warnings = [w for _, c, _ in parts for w in c.warnings] + capped
     facts = Facts(
         os=os_f, cpu=cpu, memory=mem, python=py, gpus=tuple(gpus), runtimes=runtimes,
         frameworks=tuple(frameworks), usb_accelerators=tuple(usb), probes=tuple(statuses),
     )
-    facts = _apply_overrides(facts, host.env_overrides())
+    facts = _apply_overrides(facts, host.env_overrides(),
+                             "the bundle's host.json" if host.kind == "replay" else "the environment")
     facts = replace(facts, warnings=tuple(dict.fromkeys(warnings + hardware_warnings(facts))))
     return facts
 
@@ -218,6 +274,14 @@ def hardware_warnings(facts: Facts) -> List[str]:
     if cpu.arch == "x86_64" and cpu.flags and "avx" not in cpu.flags:
         out.append("no AVX: stock TensorFlow wheels crash with \"Illegal instruction\" on this CPU; "
                    "PyTorch's CPU build still runs")
+    nv = [g for g in facts.gpus if g.vendor == "nvidia"]
+    driven = [g for g in nv if "nvidia" in g.sources]
+    bus_only = [g for g in nv if "nvidia" not in g.sources and "pci" in g.sources]
+    if driven and bus_only:
+        out.append(
+            f"lspci lists {len(driven) + len(bus_only)} NVIDIA GPUs but the driver (nvidia-smi) sees "
+            f"{len(driven)}: " + ", ".join(f"{g.name or 'NVIDIA GPU'} at {g.pci_bus_id or '?'}" for g in bus_only)
+            + " is not driven (no driver bound, disabled or failed); CUDA can use only what nvidia-smi lists")
     for g in facts.gpus:
         if g.vendor == "amd" and g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target:
             out.append(f"{g.name or 'AMD GPU'} is {g.gfx_target} but the ROCm runtime reports "

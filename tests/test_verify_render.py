@@ -86,7 +86,20 @@ def test_render_of_a_slower_accelerator_and_a_failure() -> None:
     assert "SIGSEGV" in text and "opencl_x.1: unsupported" in text
 
 
-def test_progress_without_a_terminal_prints_one_line_per_finished_stage() -> None:
+def test_progress_without_a_terminal_is_silent_unless_verbose() -> None:
+    buf = io.StringIO()
+    p = Progress(stream=buf)
+    p.event({"event": "result", "framework": "torch", "device": "cpu", "stage": "speed",
+             "data": {"images_per_s": 1600.0}})
+    p.stop()
+    assert buf.getvalue() == ""
+
+
+def test_progress_without_a_terminal_prints_one_line_per_finished_stage_when_verbose(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe import ui
+
+    monkeypatch.setattr(ui, "_level", ui.VERBOSE)
     buf = io.StringIO()
     p = Progress(stream=buf)
     events: List[Dict[str, Any]] = [

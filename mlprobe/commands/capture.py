@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from .. import ui
 from ..errors import EXIT_USAGE, MlprobeError
 
 
@@ -37,6 +37,6 @@ def run(args: argparse.Namespace) -> int:
     failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))
     print(f"wrote {len(written)} captures to {folder}: {', '.join(written)}")
     for f in failed:
-        print(f"  not captured: {f}", file=sys.stderr)
+        ui.note(f"  not captured: {ui.safe(f)}")
     print(f"replay with: mlprobe scan --replay {folder}")
     return 0

@@ -32,9 +32,30 @@ def make_host(args: argparse.Namespace) -> Host:
     return shared_live_host()
 
 
+def scan_host(host: Host) -> Any:
+    """scan(host), with a progress line on a terminal that names the captures still running (a tool
+    waiting on its timeout), and the probes' timings on stderr with --verbose."""
+    from .. import ui
+    from ..scan import scan
+
+    def waiting() -> str:
+        pending = getattr(host, "pending", None)
+        items = sorted(pending().items(), key=lambda kv: -kv[1]) if callable(pending) else []
+        return ", ".join(f"waiting for {n} ({s:.0f} s)" for n, s in items[:3])
+
+    with ui.progress("scanning", detail=waiting):
+        facts = scan(host)
+    if ui.verbose():
+        for p in facts.probes:
+            ui.debug(f"probe {p.name}: {p.status} in {p.seconds:.3f} s" + (f" ({p.error})" if p.error else ""))
+    return facts
+
+
 def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:
     if host.kind == "replay":
-        return {"kind": "replay", "bundle": str(getattr(args, "replay", ""))}
+        from ..ui import display_path
+
+        return {"kind": "replay", "bundle": display_path(getattr(args, "replay", ""))}
     return {"kind": "live"}
 
 
@@ -42,3 +63,34 @@ def print_json(doc: Any, stream: Optional[Any] = None) -> None:
     out = stream or sys.stdout
     out.write(json.dumps(doc, indent=2, sort_keys=False))
     out.write("\n")
+
+
+def seconds(text: str) -> float:
+    """argparse type for a time limit: a finite number of seconds above zero."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a time limit must be a number of seconds above 0")
+    return value
+
+
+# What `verify --device` accepts: a kind or API (cuda, rocm, mps, ...), with an optional index
+# (cuda:1), or a PlaidML device id (llvm_cpu.0, opencl_amd_gfx1031.0, metal_amd_radeon_pro_5600m.0).
+DEVICE_KINDS = ("cpu", "cuda", "rocm", "hip", "mps", "xpu", "directml", "dml", "gpu", "metal", "opencl",
+                "level-zero")
+
+
+def device(text: str) -> str:
+    import re
+
+    v = text.strip()
+    kinds = "|".join(re.escape(k) for k in DEVICE_KINDS)
+    if re.fullmatch(rf"(?i)(?:{kinds})(?::\d{{1,3}})?", v) or re.fullmatch(r"(?i)[a-z][a-z0-9_]{1,80}\.\d{1,3}", v):
+        return v
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a device: use one of {', '.join(DEVICE_KINDS)} (optionally with an index, "
+        "e.g. cuda:1) or a PlaidML id such as llvm_cpu.0")

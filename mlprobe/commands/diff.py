@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MlprobeError
 from .common import print_json
 
 
@@ -17,7 +17,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "flags and x86-64 level, GPUs (driver, compute capability, gfx target), runtimes, "
         "frameworks and their flavours, Python, and the plan's top pick per framework. "
         "Each side is an `mlprobe report` JSON, an `mlprobe scan --json` output, or a "
-        "capture bundle folder.",
+        "capture bundle folder. Exit status 0: no differences, 1: differences, 2: unreadable input.",
     )
     p.add_argument("a", metavar="A", help="report JSON, scan JSON or bundle folder")
     p.add_argument("b", metavar="B", help="report JSON, scan JSON or bundle folder")
@@ -47,4 +47,4 @@ def run(args: argparse.Namespace) -> int:
         print_json(diff_document(a, b, diffs))
     else:
         sys.stdout.write(render_table(a, b, diffs))
-    return 0
+    return EXIT_FAILURE if diffs else EXIT_OK  # like diff(1): 1 when the machines differ

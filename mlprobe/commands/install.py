@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_replay
+from .common import add_replay, seconds
 
 SOURCES_HELP = """\
 where packages come from:
@@ -84,7 +84,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ap.add_argument("--no-verify", action="store_true", help="skip `mlprobe verify` after installing")
     ap.add_argument("--log", metavar="FILE", type=Path,
                     help="the transcript log (default: ~/.cache/mlprobe/logs/install-<recipe>-<time>.log)")
-    ap.add_argument("--timeout", metavar="S", type=float, default=3600.0,
+    ap.add_argument("--timeout", metavar="S", type=seconds, default=3600.0,
                     help="limit for the install command itself (default 3600 s)")
     p.set_defaults(func=run)
 

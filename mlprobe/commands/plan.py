@@ -8,7 +8,7 @@ import re
 import sys
 
 from ..errors import EXIT_USAGE, MlprobeError
-from .common import add_replay, host_source, make_host, print_json
+from .common import add_replay, host_source, make_host, print_json, scan_host
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
             exit_code=EXIT_USAGE,
         )
     from ..plan import explain_variants, make_plan, why_not
-    from ..scan import facts_to_report, scan
+    from ..scan import facts_to_report
 
     host = make_host(args)
-    report = facts_to_report(scan(host), host_source(host, args))
+    report = facts_to_report(scan_host(host), host_source(host, args))
     plan = make_plan(report, framework=args.framework, python=args.python)
     plan["source"] = report.get("source")
     if args.why_not:

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import ui
 from ..errors import EXIT_USAGE, MlprobeError
 from .common import add_replay, host_source, make_host
 
@@ -29,6 +30,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         help="json (default; markdown when FILE ends in .md)",
     )
     p.add_argument("--verify", action="store_true", help="also run verify and include its verdicts")
+    p.add_argument("--python", metavar="PATH",
+                   help="verify the frameworks of this interpreter (e.g. a venv's bin/python that "
+                        "`mlprobe install` made) and include the verdicts; implies --verify")
     p.add_argument(
         "--include-raw",
         action="store_true",
@@ -66,6 +70,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         _check_output(Path(args.output))
+    python = None
+    if args.python:
+        if args.replay:
+            raise MlprobeError("--python verifies an interpreter on this machine; it cannot go with --replay",
+                               next_step="leave out --replay, or leave out --python", ref="E802",
+                               exit_code=EXIT_USAGE)
+        from ..verify.runner import resolve_python
+
+        python = resolve_python(args.python)  # a usage error now, not after the scan
     fmt = args.format or (
         "markdown" if args.output and args.output.lower().endswith((".md", ".markdown")) else "json"
     )
@@ -74,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         from ..host import shared_live_host
 
         shared_live_host().prefetch(["mlprobe-opencl.json"])
-    options = ReportOptions(verify=args.verify, include_raw=args.include_raw, redact=not args.no_redact)
-    doc = build_report(host, options, source=host_source(host, args))
+    options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
+                            redact=not args.no_redact, python=python)
+    with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):
+        doc = build_report(host, options, source=host_source(host, args))
     text = render_markdown(doc) if fmt == "markdown" else json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if args.no_redact:
         print(
@@ -85,20 +100,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            ui.write_file(args.output, text)
         except OSError as exc:
             raise _output_error(Path(args.output), exc.strerror or str(exc)) from None
         red = doc.get("redactions") or {}
         kinds = red.get("kinds") or {}
         what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"
-        print(
-            f"wrote {args.output} ({fmt}; "
+        ui.note(
+            f"wrote {ui.display_path(args.output)} ({fmt}; "
             + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
-            + ")",
-            file=sys.stderr,
+            + ")"
         )
         if args.include_raw and fmt == "json":
-            print(f"replay it with: mlprobe scan --replay {args.output}", file=sys.stderr)
+            ui.note(f"replay it with: mlprobe scan --replay {ui.display_path(args.output)}")
     else:
         sys.stdout.write(text)
     return 0

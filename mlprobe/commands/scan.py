@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_replay, host_source, make_host, print_json
+from .common import add_replay, host_source, make_host, print_json, scan_host
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -15,10 +15,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scan import facts_to_report, scan
+    from ..scan import facts_to_report
 
     host = make_host(args)
-    facts = scan(host)
+    facts = scan_host(host)
     report = facts_to_report(facts, host_source(host, args))
     if args.json:
         print_json(report)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import print_json
+from .common import device, print_json, seconds
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,7 +16,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--framework", default="any", choices=["any", "torch", "tensorflow", "keras", "plaidml"],
                    help="framework to verify (default: every one installed in the target python; "
                         "keras = plaidml-keras where installed, else TensorFlow)")
-    p.add_argument("--device", metavar="DEVICE",
+    p.add_argument("--device", metavar="DEVICE", type=device,
                    help="device to verify: cpu, cuda, cuda:1, rocm, mps, xpu, directml, gpu, metal, or a "
                         "PlaidML id such as llvm_cpu.0 (default: every usable device; the CPU always runs "
                         "as the baseline)")
@@ -24,7 +24,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="interpreter whose frameworks to verify (default: the one running mlprobe)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quick", action="store_true", help="fewer speed repeats and a shorter learning budget")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
                    help="limit for each child process in seconds (default 600)")
     p.add_argument("--baseline-python", action="append", default=None, metavar="PATH",
                    help="another interpreter whose frameworks' CPU speed joins the best-CPU figure "

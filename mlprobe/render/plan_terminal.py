@@ -19,12 +19,22 @@ _STATUS_STYLE = {
 _FINDING_STYLE = {"ok": "green", "info": "cyan", "problem": "bold red"}
 
 
+def _console() -> Console:
+    from ..ui import console
+
+    con: Console = console()
+    return con
+
+
 def _status(s: str) -> str:
     return f"[{_STATUS_STYLE.get(s, 'white')}]{s}[/]"
 
 
 def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
-    con = console or Console()
+    from ..ui import deep_safe
+
+    plan = deep_safe(plan)  # text from captures: control characters shown escaped
+    con = console or _console()
     t = plan["target"]
     where = "replayed bundle" if (plan.get("source") or {}).get("kind") == "replay" else "this machine"
     con.print(
@@ -60,7 +70,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
 
     if not plan["recommended"]:
         con.print(
-            "[bold red]No recipe fits this machine[/bold red] for "
+            f"[bold red]No recipe fits {where}[/bold red] for "
             f"--framework {plan['framework']}; see the reasons below."
         )
     for i, e in enumerate(plan["recommended"], 1):
@@ -95,6 +105,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
                     title=head,
                     title_align="left",
                     border_style="green" if i == 1 else "blue",
+                    expand=con.is_terminal,
                 )
             )
         else:
@@ -130,7 +141,10 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
 
 
 def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:
-    con = console or Console()
+    from ..ui import deep_safe
+
+    doc = deep_safe(doc)
+    con = console or _console()
     verdict = doc["verdict"]
     style = {"fits": "green", "rejected": "red", "retired": "yellow"}.get(verdict, "white")
     con.print(

@@ -18,21 +18,47 @@ def human_bytes(n: Optional[int]) -> str:
     return "?"
 
 
-def console() -> Any:
-    from rich.console import Console
+# Which tool a probe's GPU came from, in the words a user knows.
+SOURCE_NAMES = {"nvidia": "nvidia-smi", "pci": "lspci", "rocm": "rocminfo", "opencl": "OpenCL",
+                "windows": "Windows", "apple": "system_profiler", "intel": "sysfs", "collect_env": "collect_env"}
 
-    return Console()
+
+def count(n: Optional[int], word: str) -> str:
+    """`1 core`, `2 cores`, `? cores`."""
+    if n is None:
+        return f"? {word}s"
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def console() -> Any:
+    from ..ui import console as make
+
+    return make()
 
 
 def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     from rich.table import Table
 
+    from ..ui import deep_safe
+
     con = console()
+    # Every value came from a capture: control characters and escape sequences are shown as text,
+    # and rich markup in them is printed, not obeyed.
+    facts = deep_safe(facts, markup=True)
+    report = deep_safe(report, markup=True)
     o, c = facts.os, facts.cpu
-    where = "replayed bundle" if report.get("source", {}).get("kind") == "replay" else "this machine"
+    replayed = (report.get("source") or {}).get("kind") == "replay"
+    where = "replayed bundle" if replayed else "this machine"
+    python_label = "the captured Python" if replayed else "this Python"
     con.print(f"[bold]mlprobe scan[/bold] of {where}: {o.distro or o.system or '?'}"
               + (" (WSL)" if o.wsl else "") + (f", glibc {o.glibc}" if o.glibc else ""))
     level = f"x86-64-v{c.x86_64_level}" if c.x86_64_level else (c.arch or "?")
+    ov = facts.overrides or {}
+    flags_ov = " [yellow](overridden: MLPROBE_OVERRIDE_CPU_FLAGS)[/yellow]" if "MLPROBE_OVERRIDE_CPU_FLAGS" in ov else ""
+    py_ov = " [yellow](overridden)[/yellow]" if "MLPROBE_OVERRIDE_PYTHON_VERSION" in ov else ""
+    if ov:
+        con.print("[yellow]overridden:[/yellow] " + "; ".join(f"{k}={v}" for k, v in ov.items())
+                  + " [dim](facts set by MLPROBE_OVERRIDE_*, not read from the machine)[/dim]")
     flags = set(c.flags)
     shown = []
     for f in ML_FLAGS:
@@ -46,7 +72,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output)")
     else:
         con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
-                  f"{c.cores or '?'} cores / {c.threads or '?'} threads, [bold]{level}[/bold]"
+                  f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}, [bold]{level}[/bold]{flags_ov}"
                   + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
     if not flags and c.arch:
         con.print("    [dim]SIMD flags: not in this capture[/dim]")
@@ -58,7 +84,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print(f"    ML ISA: {c.isa_summary}")
 
     gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
-    for col in ("vendor", "name", "driver", "target", "memory", "APIs"):
+    for col in ("vendor", "name", "driver", "target", "memory", "APIs", "seen by"):
         gt.add_column(col)
     for g in facts.gpus:
         target = g.compute_capability and f"sm {g.compute_capability}" or g.gfx_target or ""
@@ -68,9 +94,9 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
             target += f", MIG on ({g.mig_devices} slices)"
         gt.add_row(g.vendor, g.name or "?", g.driver_version or "", target,
                    "shared" if g.integrated and not g.memory_bytes else human_bytes(g.memory_bytes) if g.memory_bytes else "",
-                   ", ".join(g.apis))
+                   ", ".join(g.apis), ", ".join(SOURCE_NAMES.get(x, x) for x in g.sources))
     for u in facts.usb_accelerators:
-        gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb")
+        gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb", "lsusb")
     if facts.gpus or facts.usb_accelerators:
         con.print(gt)
     else:
@@ -94,7 +120,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     con.print("[bold]Runtimes[/bold] " + ("; ".join(parts) if parts else "none found"))
 
     if facts.frameworks:
-        ft = Table(title="Frameworks (this Python)", title_justify="left")
+        ft = Table(title=f"Frameworks ({python_label})", title_justify="left")
         ft.add_column("name")
         ft.add_column("version")
         ft.add_column("build")
@@ -106,7 +132,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         if fw_probe is not None and fw_probe.status != "ok":
             con.print("[bold]Frameworks[/bold] unknown: no list of installed packages in this capture")
         else:
-            con.print(f"[bold]Frameworks[/bold] none installed in this Python ({facts.python.version or '?'})")
+            con.print(f"[bold]Frameworks[/bold] none installed in {python_label} "
+                      f"({facts.python.version or '?'}{py_ov})")
     for w in facts.warnings:
         con.print(f"[yellow]warning:[/yellow] {w}")
     bad = [p for p in facts.probes if p.status in ("error", "timeout")]

@@ -18,8 +18,13 @@ class Progress:
     def __init__(self, stream: Optional[Any] = None) -> None:
         from rich.console import Console
 
+        from .. import ui
+
         self.console = Console(file=stream or sys.stderr, highlight=False)
-        self.live = self.console.is_terminal
+        # A spinner on a terminal; elsewhere one line per step only with --verbose (a log that is
+        # piped or captured gets the result, not the progress); nothing with --quiet.
+        self.live = self.console.is_terminal and not ui.quiet()
+        self.lines = ui.verbose()
         self.status: Any = self.console.status("verify: starting") if self.live else None
         if self.status is not None:
             self.status.start()
@@ -29,7 +34,7 @@ class Progress:
             self.status.update(f"verify: {text}")
             if done:
                 self.console.print(f"  {text}")
-        elif done:
+        elif done and self.lines:
             self.console.print(f"verify: {text}")
 
     def event(self, ev: Dict[str, Any]) -> None:
@@ -113,12 +118,14 @@ def rows(doc: Dict[str, Any]) -> List[List[str]]:
 
 
 def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(file=stream or sys.stdout, highlight=False)
-    if not con.is_terminal:
-        con = Console(file=stream or sys.stdout, highlight=False, width=120)
+    from ..ui import deep_safe
+
+    doc = deep_safe(doc)
+    from ..ui import console
+
+    con = console(file=stream or sys.stdout, highlight=False)
     py = doc.get("python") or {}
     con.print(f"[bold]mlprobe verify[/bold] in {py.get('executable')} (Python {py.get('version')})")
     t = Table(title_justify="left", show_lines=False)

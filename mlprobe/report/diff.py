@@ -72,25 +72,51 @@ def _bundle_side(p: Path) -> Side:
         host = open_replay(p)
     except BundleError as exc:
         raise DiffInputError(str(exc)) from None
-    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": str(p)})
-    return Side(str(p), rep, _plan_for(rep), "bundle")
+    from ..ui import display_path
+
+    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": display_path(p)})
+    return Side(display_path(p), rep, _plan_for(rep), "bundle")
+
+
+def _label(p: Path) -> str:
+    from ..ui import display_path
+
+    return display_path(p)
 
 
 def load_side(path: str) -> Side:
     p = Path(path)
     if p.is_dir():
         return _bundle_side(p)
+    from ..host import UnreadableFile, read_regular
+    from .validate import MAX_DOCUMENT_BYTES
+
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        raw = read_regular(p, MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise DiffInputError(f"{p} is neither a bundle folder nor a readable JSON file: {exc}") from None
+    from .validate import DocumentError, check_document
+
+    if isinstance(doc, dict) and ("scan" in doc or any(k in doc for k in ("cpu", "gpus", "os"))):
+        try:
+            check_document(doc, str(p))
+        except DocumentError as exc:
+            raise DiffInputError(str(exc)) from None
+    elif isinstance(doc, dict):
+        try:
+            check_document({k: v for k, v in doc.items() if k == "report_version"}, str(p))
+        except DocumentError as exc:
+            raise DiffInputError(str(exc)) from None
     if isinstance(doc, dict) and isinstance(doc.get("scan"), dict):
         plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else None
         if plan is not None and plan.get("available") is False:
             plan = None
-        return Side(str(p), doc["scan"], plan, "report")
+        return Side(_label(p), doc["scan"], plan, "report")
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
-        return Side(str(p), doc, _plan_for(doc), "scan")
+        return Side(_label(p), doc, _plan_for(doc), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
         return _bundle_side(p)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")
@@ -169,14 +195,23 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
     """Every difference that matters for choosing a stack. Tolerates any JSON shape."""
     sa, sb = _d(a.scan), _d(b.scan)
     out: List[Difference] = []
+    # Facts set by MLPROBE_OVERRIDE_* on either side are not the hardware: the overrides are listed
+    # as such, and the facts they set are not compared.
+    oa, ob = _d(sa.get("overrides")), _d(sb.get("overrides"))
+    for key in sorted(set(oa) | set(ob)):
+        if oa.get(key) != ob.get(key):
+            out.append(Difference("overrides", key, oa.get(key), ob.get(key)))
+    flags_overridden = "MLPROBE_OVERRIDE_CPU_FLAGS" in oa or "MLPROBE_OVERRIDE_CPU_FLAGS" in ob
+    python_overridden = "MLPROBE_OVERRIDE_PYTHON_VERSION" in oa or "MLPROBE_OVERRIDE_PYTHON_VERSION" in ob
     out += _fields("os", _d(sa.get("os")), _d(sb.get("os")), OS_FIELDS)
     ca, cb = _d(sa.get("cpu")), _d(sb.get("cpu"))
-    out += _fields("cpu", ca, cb, CPU_FIELDS)
+    cpu_fields = tuple(f for f in CPU_FIELDS if not (flags_overridden and f == "x86_64_level"))
+    out += _fields("cpu", ca, cb, cpu_fields)
     fa = {str(_hashable(f)) for f in _l(ca.get("flags"))}
     fb = {str(_hashable(f)) for f in _l(cb.get("flags"))}
-    if fa - fb:
+    if fa - fb and not flags_overridden:
         out.append(Difference("cpu", "flags only in A", " ".join(sorted(fa - fb)), None))
-    if fb - fa:
+    if fb - fa and not flags_overridden:
         out.append(Difference("cpu", "flags only in B", None, " ".join(sorted(fb - fa))))
     ga = [g for g in _l(sa.get("gpus")) if isinstance(g, dict)]
     gb = [g for g in _l(sb.get("gpus")) if isinstance(g, dict)]
@@ -207,7 +242,8 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
         vb = _fw(fwb.get(name))
         if va != vb:
             out.append(Difference("frameworks", name, va, vb))
-    out += _fields("python", _d(sa.get("python")), _d(sb.get("python")), PYTHON_FIELDS)
+    py_fields = tuple(f for f in PYTHON_FIELDS if not (python_overridden and f == "version"))
+    out += _fields("python", _d(sa.get("python")), _d(sb.get("python")), py_fields)
     pa, pb = dict(plan_picks(a.plan)), dict(plan_picks(b.plan))
     for fw in sorted(set(pa) | set(pb)):
         if pa.get(fw) != pb.get(fw):
@@ -231,7 +267,7 @@ def diff_document(a: Side, b: Side, diffs: List[Difference]) -> Dict[str, Any]:
         "b": {"path": b.label, "kind": b.kind},
         "same": not diffs,
         "differences": [d.to_dict() for d in diffs],
-        "compared": ["os", "cpu", "gpus", "runtimes", "frameworks", "python", "plan"],
+        "compared": ["overrides", "os", "cpu", "gpus", "runtimes", "frameworks", "python", "plan"],
         "plan_compared": a.plan is not None and b.plan is not None,
     }
 
@@ -244,18 +280,20 @@ def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
             "no differences in OS, CPU, GPUs, runtimes, frameworks, Python or plan\n"
         )
 
+    from ..ui import safe_line
+
     def cell(item: str, v: Any) -> str:
         if v is None:
             return "—"
         if item.endswith("memory_bytes") and isinstance(v, int) and not isinstance(v, bool) and v > 0:
             return f"{v / 1024**3:.1f} GiB"
-        return str(v)
+        return safe_line(v)  # from a capture: control characters shown escaped
 
     rows = [("section", "what", "A", "B")] + [
-        (d.section, d.item, cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
+        (d.section, safe_line(d.item), cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
     ]
     width = [min(max(len(r[i]) for r in rows), 48 if i >= 2 else 32) for i in range(4)]
-    lines = [f"A = {a.label}", f"B = {b.label}", ""]
+    lines = [f"A = {safe_line(a.label)}", f"B = {safe_line(b.label)}", ""]
     for k, r in enumerate(rows):
         cells = [textwrap.wrap(c, width[i], break_on_hyphens=False) or [""] for i, c in enumerate(r)]
         for n in range(max(len(c) for c in cells)):

@@ -37,6 +37,9 @@ class ReportOptions:
     verify: bool = False
     include_raw: bool = False
     redact: bool = True
+    # verify the frameworks of this interpreter (e.g. the venv `mlprobe install` made) instead of
+    # mlprobe's own; implies verify
+    python: Optional[str] = None
 
 
 def utc_now() -> str:
@@ -89,7 +92,7 @@ def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
     return out if isinstance(out, dict) else {"available": True, "result": out}
 
 
-def verify_section(host: Host) -> Dict[str, Any]:
+def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
     if host.kind == "replay":
         return {
             "available": False,
@@ -100,7 +103,7 @@ def verify_section(host: Host) -> Dict[str, Any]:
     except (ImportError, AttributeError):
         return {"available": False, "note": "no verify: this mlprobe has no verifier (mlprobe.verify)"}
     try:
-        out = plain(run_verify())
+        out = plain(run_verify(python=python) if python else run_verify())
     except Exception as exc:  # MlprobeError included: the report still carries the rest
         what = getattr(exc, "what", None) or str(exc)
         return {"available": False, "note": f"verify failed: {type(exc).__name__}: {what}"}
@@ -128,7 +131,7 @@ def build_report(
     facts = scan(host)
     scan_report = facts_to_report(facts, source)
     plan = plan_section(scan_report)
-    verify = verify_section(host) if options.verify else None
+    verify = verify_section(host, options.python) if (options.verify or options.python) else None
     # A live report without --include-raw takes no extra captures (dxdiag alone can take 20 s): this
     # machine's names come from the host itself (Redactor.seed_live), the rest is found by shape.
     files = collect_bundle(host) if (options.include_raw or host.kind != "live") else {}
@@ -139,6 +142,10 @@ def build_report(
             redactor.seed_live(env)
         for name, data in files.items():
             redactor.learn(text_of(data)[0], mode_for(name))
+        # secrets seen in the scan, plan or verify documents are replaced in the captures too
+        for section in (scan_report, plan, verify):
+            if isinstance(section, dict):
+                redactor.learn(json.dumps(section, ensure_ascii=False), "json")
 
     notes: List[str] = []
     for section in (plan, verify):

@@ -81,7 +81,11 @@ def cpu_line(scan: Dict[str, Any]) -> str:
     head = c.get("model") or c.get("vendor") or "unknown CPU"
     bits = [b for b in (c.get("arch"),) if b]
     if c.get("cores") or c.get("threads"):
-        bits.append(f"{c.get('cores') or '?'} cores / {c.get('threads') or '?'} threads")
+        from ..render.terminal import count
+
+        cores, threads = c.get("cores"), c.get("threads")
+        bits.append(f"{count(cores if isinstance(cores, int) else None, 'core')} / "
+                    f"{count(threads if isinstance(threads, int) else None, 'thread')}")
     if c.get("x86_64_level"):
         bits.append(f"**x86-64-v{c['x86_64_level']}**")
     flags = set(c.get("flags") or [])
@@ -257,7 +261,12 @@ def verify_lines(verify: Any) -> List[str]:
 
 def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
     scan = doc.get("scan") or {}
-    rows = [("OS", os_line(scan)), ("CPU", cpu_line(scan))]
+    raw_ov = scan.get("overrides")
+    ov: Dict[str, Any] = raw_ov if isinstance(raw_ov, dict) else {}
+    rows = [("OS", os_line(scan) + (" (Python overridden)" if "MLPROBE_OVERRIDE_PYTHON_VERSION" in ov else "")),
+            ("CPU", cpu_line(scan) + (" (flags overridden)" if "MLPROBE_OVERRIDE_CPU_FLAGS" in ov else ""))]
+    for key, value in ov.items():
+        rows.append(("Overridden", f"{key}={value} (set for testing, not read from the machine)"))
     gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
     if not gpus:
         rows.append(("GPU", "none found"))

@@ -113,11 +113,40 @@ SECRET_ASSIGN = re.compile(
 TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|"
     r"sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|"
-    r"glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
+    r"glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|"
+    r"npm_[A-Za-z0-9]{36}|[sr]k_(?:live|test)_[A-Za-z0-9]{20,}|pypi-AgE[A-Za-z0-9_-]{50,}|"
+    r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|dop_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}|"
+    r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|AKCp[A-Za-z0-9]{60,}|"
+    r"hooks\.slack\.com/services/[A-Za-z0-9/]{20,})"
 )
+# Assignments whose name holds a strong secret word, in any case and any common syntax: a credentials
+# file (`aws_secret_access_key = ...`), YAML (`password: ...`), shell (`export DB_PASSWORD='a b'`),
+# JSON-ish text (`"client_secret": "..."`), .npmrc (`//host/:_authToken=...`). A quoted value runs to
+# its closing quote, spaces included.
+SECRET_ASSIGN_ANY = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?P<name>auth|(?:[A-Za-z_][A-Za-z0-9_.-]*?)?(?:password|passwd|passphrase|secret|"
+    r"token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|auth[_-]?token|_auth)[A-Za-z0-9_.-]*)"
+    r"[\"']?[ \t]*(?::=|=|:)[ \t]*"
+    r"(?:(?P<q>[\"'])(?P<qv>[^\"'\r\n]{1,400})(?P=q)|(?P<v>[^\s\"',;<>]{1,400}))"
+)
+# `Authorization: Basic ...`, `Proxy-Authorization: Bearer ...`, `X-API-Key: ...`, `-H "Authorization: token ..."`
+AUTH_HEADER = re.compile(
+    r"(?i)(?<![A-Za-z0-9-])(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?:(?:basic|bearer|token|digest|negotiate|apikey|api-key|key)[ \t]+)?(?P<v>[^\s\"',;<>]{4,})"
+    r"|(?<![A-Za-z0-9-])x-(?:api|auth)-(?:key|token)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<v2>[^\s\"',;<>]{4,})"
+)
+# PEM / OpenSSH / PGP private keys: the body between the markers (to the end when the paste is cut).
+PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<body>.*?)"
+    r"(?=-----END (?P=kind)-----|\Z)", re.S
+)
+# .netrc: `machine HOST login USER password SECRET`
+NETRC = re.compile(r"(?im)\b(?:login|machine)\b[^\n]*?\b(?:password|passwd)[ \t]+(?P<v>\S+)")
+
 # Cheap substring tests before the costly assignment regex (names are upper case there).
 SECRET_HINTS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CREDENTIAL", "PAT")
-TOKEN_PREFIXES = tuple(("hf_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- xox AKIA AIza glpat- eyJ").split())
+TOKEN_PREFIXES = tuple(("hf_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- xox AKIA AIza glpat- eyJ npm_ k_live_ "
+                        "k_test_ pypi-AgE shpat_ shpca_ shppa_ shpss_ dop_v1_ dapi SG. AKCp hooks.slack").split())
 URL_CRED = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s:@]+:[^/\s@]+)@")
 
 _HEX_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"

@@ -47,8 +47,12 @@ from .patterns import (
     NOT_USERS,
     POSIX_HOME,
     PRODUCT_ID,
+    AUTH_HEADER,
+    NETRC,
+    PRIVATE_KEY_BLOCK,
     PROMPTS,
     SECRET_ASSIGN,
+    SECRET_ASSIGN_ANY,
     SECRET_HINTS,
     TOKEN_PREFIXES,
     TOKEN_SHAPES,
@@ -92,6 +96,9 @@ class Redactor:
         # wherever else they occur, even without the context
         self._ids: Dict[str, Tuple[str, str]] = {}
         self._ids_re: Optional["re.Pattern[str]"] = None
+        # secrets found anywhere (by context or shape): replaced wherever else they occur
+        self._secrets: Set[str] = set()
+        self._secrets_re: Optional["re.Pattern[str]"] = None
         self._global_re: Optional["re.Pattern[str]"] = None
         self._home_re: Optional["re.Pattern[str]"] = None
         prot = [p for p in protected if isinstance(p, str) and p.strip()]
@@ -193,6 +200,11 @@ class Redactor:
                     self.add_user(value)
                 elif hint in ("serial", "uuid", "machine-id") and not is_null(value):
                     self.add_id(value, *classify_id(hint, value))
+                elif hint == "secret" and not is_null(value):
+                    self.add_secret(value)
+                elif (_parent == "env" and key and key not in SETTINGS_VARS
+                      and not key.startswith(OVERRIDE_PREFIX) and looks_secret(value)):
+                    self.add_secret(value)
                 self._learn_plain(value)
         self._learn_plain(text)
 
@@ -220,6 +232,16 @@ class Redactor:
             for s, e, kind, key in rule(text):
                 if kind not in ("host", "user", "secret", "path"):
                     self.add_id(text[s:e], kind, key)
+        for rule in (self._r_secrets, self._r_detect_secrets):
+            for s, e, kind, _key in rule(text):
+                self.add_secret(text[s:e])
+
+    def add_secret(self, value: str) -> None:
+        """A value known to be a secret: replaced wherever it occurs, even without its context."""
+        v = value.strip()
+        if len(v) >= 6 and not is_null(v) and "<" not in v and v not in self._secrets:
+            self._secrets.add(v)
+            self._secrets_re = None
 
     def add_id(self, value: str, kind: str, key: str) -> None:
         v = value.strip()
@@ -375,7 +397,10 @@ class Redactor:
 
     def _rules(self) -> List[Callable[[str], Iterator[Span]]]:
         return [
+            self._r_private_keys,
+            self._r_known_secrets,
             self._r_secrets,
+            self._r_detect_secrets,
             self._r_names_in_context,
             self._r_ids_in_context,
             self._r_known_ids,
@@ -393,11 +418,54 @@ class Redactor:
         ]
 
     # Each rule yields (start, end, kind, key).
+    def _r_private_keys(self, text: str) -> Iterator[Span]:
+        if "PRIVATE KEY" not in text:
+            return
+        for m in PRIVATE_KEY_BLOCK.finditer(text):
+            body = m.group("body")
+            lead = len(body) - len(body.lstrip())
+            core = body.strip()
+            if core:
+                yield m.start("body") + lead, m.start("body") + lead + len(core), "secret", core
+
+    def _r_known_secrets(self, text: str) -> Iterator[Span]:
+        if not self._secrets:
+            return
+        if self._secrets_re is None:
+            alts = "|".join(re.escape(v) for v in sorted(self._secrets, key=len, reverse=True))
+            self._secrets_re = re.compile(rf"(?:{alts})")
+        for m in self._secrets_re.finditer(text):
+            yield m.start(), m.end(), "secret", m.group(0)
+
+    def _r_detect_secrets(self, text: str) -> Iterator[Span]:
+        """Values that detect-secrets' token detectors recognise by shape (Stripe, Twilio, SendGrid,
+        Telegram, Azure storage keys, ...), wherever they are in the text."""
+        for value in detect_secret_values(text):
+            if self._in_fact(value):
+                continue
+            start = text.find(value)
+            while start >= 0:
+                yield start, start + len(value), "secret", value
+                start = text.find(value, start + len(value))
+
     def _r_secrets(self, text: str) -> Iterator[Span]:
         assignments = SECRET_ASSIGN.finditer(text) if any(w in text for w in SECRET_HINTS) else ()
         for m in assignments:
             if is_secret_name(m.group("name")) and not is_null(m.group("v")):
                 yield m.start("v"), m.end("v"), "secret", m.group("v")
+        low = text.lower()
+        if any(w in low for w in _ANY_CASE_HINTS):
+            for m in SECRET_ASSIGN_ANY.finditer(text):
+                g = "qv" if m.group("qv") is not None else "v"
+                v = m.group(g)
+                if v and not is_null(v) and len(v.strip()) >= 3 and not _harmless(v):
+                    yield m.start(g), m.end(g), "secret", v
+            for m in NETRC.finditer(text):
+                yield m.start("v"), m.end("v"), "secret", m.group("v")
+        if "auth" in low or "x-api" in low:
+            for m in AUTH_HEADER.finditer(text):
+                g = "v" if m.group("v") is not None else "v2"
+                yield m.start(g), m.end(g), "secret", m.group(g)
         if any(p in text for p in TOKEN_PREFIXES):
             for m in TOKEN_SHAPES.finditer(text):
                 yield m.start(), m.end(), "secret", m.group(0)
@@ -586,3 +654,69 @@ class Redactor:
         for m in self._global_re.finditer(text):
             kind, key = self._names[m.group(0).lower()]
             yield m.start(), m.end(), kind, key
+
+
+_ANY_CASE_HINTS = ("pass", "secret", "token", "key", "credential", "auth")
+
+
+def _harmless(value: str) -> bool:
+    """Values after a secret-looking name that are not secrets: booleans, placeholders, a
+    reference to another variable, a file path."""
+    v = value.strip().lower()
+    return (v in ("true", "false", "yes", "no", "on", "off", "null", "none", "required", "optional",
+                  "set", "unset", "********", "***")
+            or v.startswith(("$", "%", "${", "<", "/", "~/", "./"))
+            or bool(re.fullmatch(r"\d{1,3}", v)))
+
+
+# detect-secrets' detectors that recognise a token by its shape alone. Those that need a keyword
+# (our context rules do that), the high-entropy ones (hashes and ids in captures are high-entropy
+# too), the public-IP one (addresses have their own kind) and basic-auth URLs (URL_CRED) are left out.
+# Text without any of their distinctive marks skips them (and their import) altogether.
+_CANDIDATE = re.compile(
+    r"A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AKC|cmVmdGtu|AccountKey=|[MNO][A-Za-z\d_-]{23,25}\.|gh[pousr]_|"
+    r"gl(?:pat|dt|ft|soat|rt|cbt|imt)-|GR1348941|eyJ|-us\d|_authToken|sk-|pypi-|SG\.|xox|hooks\.slack|"
+    r"sq0csp-|k_live_|\d{8,10}:[0-9A-Za-z_-]{35}|(?:AC|SK)[a-z0-9]{32}"
+)
+_DETECTORS = (
+    ("artifactory", "ArtifactoryDetector"), ("aws", "AWSKeyDetector"),
+    ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("discord", "DiscordBotTokenDetector"), ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"), ("jwt", "JwtTokenDetector"), ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"), ("square_oauth", "SquareOAuthDetector"),
+    ("stripe", "StripeDetector"), ("telegram_token", "TelegramBotTokenDetector"), ("twilio", "TwilioKeyDetector"),
+)
+_detectors: Optional[List[Any]] = None
+
+
+def _load_detectors() -> List[Any]:
+    """The detect-secrets plugins, imported on first use (about 0.14 s; only `mlprobe report` redacts).
+    Without detect-secrets installed, the context and shape rules of this module still apply."""
+    global _detectors
+    if _detectors is None:
+        import importlib
+
+        found = []
+        for module, cls in _DETECTORS:
+            try:
+                found.append(getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)())
+            except Exception:  # not installed, or a release without this detector
+                continue
+        _detectors = found
+    return _detectors
+
+
+def detect_secret_values(text: str) -> Set[str]:
+    """Secret values detect-secrets' shape detectors find in `text` (at least 8 characters)."""
+    out: Set[str] = set()
+    if len(text) < 16 or not _CANDIDATE.search(text):
+        return out
+    for det in _load_detectors():
+        try:
+            for value in det.analyze_string(text):
+                if isinstance(value, str) and len(value) >= 8:
+                    out.add(value)
+        except Exception:  # a detector's bug must not cost the report
+            continue
+    return out

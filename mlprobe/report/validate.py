@@ -1,0 +1,122 @@
+"""Checks on a report or scan JSON that mlprobe reads back (`diff`, `scan --replay report.json`):
+a document from a newer mlprobe (a higher major `report_version`) is refused with a clear message,
+and a field of the wrong type is named (`scan.cpu.flags is a JSON object, expected a list`) instead
+of being read as empty."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+# The major report_version this mlprobe reads and writes.
+READS_MAJOR = 1
+# A report or scan JSON larger than this is not one mlprobe wrote (the raw captures it embeds are
+# capped at 8 MiB each).
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+
+class DocumentError(Exception):
+    """A document mlprobe cannot read; the message names the field and what was expected."""
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a JSON list"
+    if isinstance(v, dict):
+        return "a JSON object"
+    return type(v).__name__
+
+
+def check_version(doc: Dict[str, Any], where: str) -> None:
+    if "report_version" not in doc:
+        return  # documents from before versioning (hand-made scan JSONs) are read as version 1
+    v = doc["report_version"]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        raise DocumentError(f"{where}: report_version is {_type_name(v)} ({v!r}), expected a number such as 1")
+    major = int(v)
+    if major > READS_MAJOR:
+        raise DocumentError(
+            f"{where} has report_version {v}, newer than this mlprobe reads (version {READS_MAJOR}): "
+            "it was written by a newer mlprobe; upgrade mlprobe to read it")
+    if major < 1:
+        raise DocumentError(f"{where}: report_version {v} is not a version mlprobe ever wrote")
+
+
+# field -> expected type, for the parts of a scan that diff and plan read.
+_OBJECT, _LIST, _STR, _NUM, _BOOL = "object", "list", "string", "number", "boolean"
+_SCAN_FIELDS: List[Tuple[str, str]] = [
+    ("os", _OBJECT), ("cpu", _OBJECT), ("memory", _OBJECT), ("python", _OBJECT), ("gpus", _LIST),
+    ("runtimes", _OBJECT), ("frameworks", _LIST), ("usb_accelerators", _LIST), ("probes", _LIST),
+    ("warnings", _LIST), ("overrides", _OBJECT),
+]
+_CPU_FIELDS = [("flags", _LIST), ("vendor", _STR), ("model", _STR), ("arch", _STR), ("cores", _NUM),
+               ("threads", _NUM), ("x86_64_level", _NUM)]
+_GPU_FIELDS = [("vendor", _STR), ("name", _STR), ("driver_version", _STR), ("compute_capability", _STR),
+               ("gfx_target", _STR), ("memory_bytes", _NUM), ("apis", _LIST), ("sources", _LIST)]
+_PY_FIELDS = [("version", _STR), ("implementation", _STR), ("in_venv", _BOOL)]
+_FW_FIELDS = [("name", _STR), ("version", _STR), ("flavour", _STR)]
+
+
+def _is(v: Any, kind: str) -> bool:
+    if v is None:
+        return True  # null means unknown, for every field
+    if kind == _OBJECT:
+        return isinstance(v, dict)
+    if kind == _LIST:
+        return isinstance(v, list)
+    if kind == _STR:
+        return isinstance(v, str)
+    if kind == _NUM:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, bool)
+
+
+def _fields(obj: Dict[str, Any], spec: List[Tuple[str, str]], path: str) -> None:
+    for key, kind in spec:
+        if key in obj and not _is(obj[key], kind):
+            raise DocumentError(f"{path}.{key} is {_type_name(obj[key])}, expected a {kind}")
+
+
+def _items(obj: Dict[str, Any], key: str, path: str, spec: Optional[List[Tuple[str, str]]],
+           item_kind: str = _OBJECT) -> None:
+    for i, item in enumerate(obj.get(key) or []):
+        where = f"{path}.{key}[{i}]"
+        if not _is(item, item_kind) or item is None:
+            raise DocumentError(f"{where} is {_type_name(item)}, expected a {item_kind}")
+        if spec:
+            _fields(item, spec, where)
+
+
+def check_scan(scan: Any, path: str = "scan") -> None:
+    """The types of the fields a scan report's readers rely on."""
+    if not isinstance(scan, dict):
+        raise DocumentError(f"{path} is {_type_name(scan)}, expected a JSON object")
+    _fields(scan, _SCAN_FIELDS, path)
+    cpu = scan.get("cpu") or {}
+    _fields(cpu, _CPU_FIELDS, f"{path}.cpu")
+    _items(cpu, "flags", f"{path}.cpu", None, _STR)
+    _items(scan, "gpus", path, _GPU_FIELDS)
+    _items(scan, "frameworks", path, _FW_FIELDS)
+    _fields(scan.get("python") or {}, _PY_FIELDS, f"{path}.python")
+
+
+def check_document(doc: Any, where: str) -> None:
+    """A report (`mlprobe report`) or a scan JSON (`mlprobe scan --json`)."""
+    if not isinstance(doc, dict):
+        raise DocumentError(f"{where} is {_type_name(doc)}, expected a JSON object")
+    check_version(doc, where)
+    if "scan" in doc:
+        check_version(doc["scan"] if isinstance(doc["scan"], dict) else {}, f"{where} (scan)")
+        check_scan(doc["scan"], "scan")
+        for key in ("plan", "verify", "capture_bundle", "redactions"):
+            if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
+                raise DocumentError(f"{key} is {_type_name(doc[key])}, expected a JSON object")
+    else:
+        check_scan(doc, "scan")

@@ -1,0 +1,212 @@
+"""What mlprobe says besides its answer: the verbosity chosen on the command line (`--quiet`,
+`--verbose`), progress lines on stderr (only on a terminal), and text from captures made safe to
+print (control characters and ANSI escape sequences shown escaped, never sent to the terminal)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterator, Optional
+
+QUIET, NORMAL, VERBOSE = 0, 1, 2
+_level = NORMAL
+
+
+def set_level(level: int) -> None:
+    global _level
+    _level = level
+
+
+def level() -> int:
+    return _level
+
+
+def quiet() -> bool:
+    return _level <= QUIET
+
+
+def verbose() -> bool:
+    return _level >= VERBOSE
+
+
+def note(text: str) -> None:
+    """A side remark on stderr (where a file went, how to replay it); silent with --quiet."""
+    if not quiet():
+        print(text, file=sys.stderr)
+
+
+def debug(text: str) -> None:
+    """Detail on stderr with --verbose only."""
+    if verbose():
+        print(safe(text), file=sys.stderr)
+
+
+# Width of output that is not a terminal: no wrapping, so a command stays one copyable line.
+UNWRAPPED_WIDTH = 10_000
+
+
+def console(file: Any = None, stderr: bool = False, **kwargs: Any) -> Any:
+    """A rich Console: on a terminal, its width; piped or redirected, lines are never wrapped at 80
+    columns (a command in the output stays one line that can be copied)."""
+    from rich.console import Console
+
+    con = Console(file=file, stderr=stderr, **kwargs)
+    if not con.is_terminal:
+        con = Console(file=file, stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True, **kwargs)
+    return con
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_enabled() -> bool:
+    return not quiet() and stderr_is_terminal() and os.environ.get("TERM") != "dumb"
+
+
+# C0 and C1 control characters except tab and newline (ESC included: an escape sequence from a
+# capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: Any) -> str:
+    """Text from a capture or a user, with every control character written as an escape."""
+    s = str(text)
+    if not _CONTROL.search(s):
+        return s
+
+    def esc(m: "re.Match[str]") -> str:
+        c = m.group(0)
+        o = ord(c)
+        return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+    return _CONTROL.sub(esc, s)
+
+
+def deep_safe(obj: Any, markup: bool = False) -> Any:
+    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree; with `markup`,
+    rich's markup characters are escaped too (for values printed inside rich markup)."""
+    import dataclasses
+
+    if isinstance(obj, str):
+        out = safe(obj)
+        if markup and "[" in out:
+            from rich.markup import escape
+
+            out = escape(out)
+        return out
+    if isinstance(obj, dict):
+        return {k: deep_safe(v, markup) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [deep_safe(v, markup) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(deep_safe(v, markup) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: deep_safe(getattr(obj, f.name), markup) for f in dataclasses.fields(obj)
+                   if f.init}
+        return dataclasses.replace(obj, **changes)
+    return obj
+
+
+def display_path(path: Any) -> str:
+    """A path as text that can be printed and stored in JSON: bytes that are not UTF-8 (a folder
+    name from another locale) are written as escapes (\\xff) instead of lone surrogates."""
+    s = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if isinstance(s, bytes):
+        s = os.fsdecode(s)
+    s = str(s)
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def encodable(text: str) -> str:
+    """Text without lone surrogates (anything that slipped past display_path is escaped)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def write_file(path: Any, text: str) -> None:
+    """Write a whole file or nothing: the text is encoded first and lands under a temporary name,
+    renamed over `path` only when complete (an error never leaves a 0-byte or half file)."""
+    import tempfile
+
+    data = text.encode("utf-8", "backslashreplace")
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".mlprobe-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            mode = os.stat(target).st_mode & 0o777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def safe_line(text: Any) -> str:
+    """`safe`, and newlines too (for a value that must stay on one line)."""
+    return safe(text).replace("\n", "\\n").replace("\t", " ")
+
+
+@contextlib.contextmanager
+def progress(label: str, detail: Optional[Callable[[], str]] = None) -> Iterator[Callable[[str], None]]:
+    """A one-line status on stderr while a long step runs: the label, the elapsed seconds and, when
+    `detail` is given, what the step is waiting on. Nothing at all when stderr is not a terminal or
+    with --quiet. Yields a function that changes the label."""
+    if not progress_enabled():
+        yield lambda _s: None
+        return
+    state = {"label": label}
+    stop = threading.Event()
+    started = time.monotonic()
+    out = sys.stderr
+
+    def line() -> str:
+        extra = ""
+        if detail is not None:
+            try:
+                extra = detail()
+            except Exception:  # a progress line must never cost the command
+                extra = ""
+        text = f"{state['label']} ({time.monotonic() - started:.0f} s)" + (f": {extra}" if extra else "")
+        return safe_line(text)[:200]
+
+    def loop() -> None:
+        while not stop.wait(0.5):
+            try:
+                out.write("\r\x1b[2K" + line())
+                out.flush()
+            except (OSError, ValueError):
+                return
+
+    t = threading.Thread(target=loop, daemon=True, name="mlprobe-progress")
+    t.start()
+    try:
+        yield lambda s: state.__setitem__("label", s)
+    finally:
+        stop.set()
+        t.join(timeout=1)
+        try:
+            out.write("\r\x1b[2K")
+            out.flush()
+        except (OSError, ValueError):
+            pass

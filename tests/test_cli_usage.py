@@ -1,0 +1,174 @@
+"""The command line as a new user meets it: usage errors exit 2 with a reason, a closed pipe is a
+normal end, -V, --quiet/--verbose, --json errors as JSON, diff's exit status, output that stays
+copyable when piped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+from mlprobe.errors import EXIT_USAGE
+
+from .conftest import FIXTURES, ROOT
+from .test_cli_errors import run
+
+BUNDLE = FIXTURES / "linux-nvidia-rtx3060-smi-xml"
+OTHER = FIXTURES / "linux-nvidia-h100-smi"
+
+
+def sub(argv: List[str], env: "dict[str, str] | None" = None, stdin: str = "") -> Tuple[int, str, str]:
+    full = dict(os.environ, **(env or {}))
+    p = subprocess.run([sys.executable, "-m", "mlprobe", *argv], capture_output=True, text=True,
+                       env=full, cwd=ROOT, timeout=120, errors="replace")
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "--timeout", "-5"],
+    ["verify", "--timeout", "0"],
+    ["verify", "--timeout", "nan"],
+    ["verify", "--timeout", "inf"],
+    ["install", "--timeout", "-1"],
+    ["install", "--timeout", "banana"],
+    ["verify", "--device", "nonsense"],
+    ["verify", "--device", "cuda:x"],
+])
+def test_bad_values_are_usage_errors(argv: List[str]) -> None:
+    rc, out, err = run(*argv)
+    assert rc == EXIT_USAGE, (out, err)
+    assert "error" in err and argv[1] in err
+
+
+@pytest.mark.parametrize("dev", ["cpu", "cuda", "cuda:1", "rocm", "mps", "xpu", "directml", "gpu", "metal",
+                                 "llvm_cpu.0", "opencl_amd_gfx1031.0", "metal_amd_radeon_pro_5600m.0"])
+def test_documented_devices_are_accepted(dev: str) -> None:
+    from mlprobe.commands.common import device
+
+    assert device(dev) == dev
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--replay", str(BUNDLE)],
+    ["scan", "--replay", str(BUNDLE)],
+    ["scan", "--json", "--replay", str(BUNDLE)],
+    ["report", "--replay", str(BUNDLE)],
+    ["schema"],
+])
+def test_a_closed_pipe_is_a_normal_end(argv: List[str]) -> None:
+    """`mlprobe plan | head -1`: exit 0, no traceback, no 'Exception ignored'."""
+    p = subprocess.Popen([sys.executable, "-m", "mlprobe", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode(errors="replace")
+    rc = p.wait(timeout=120)
+    assert rc == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_short_version_flag() -> None:
+    rc, out, err = sub(["-V"])
+    assert rc == 0 and out.startswith("mlprobe ")
+
+
+def test_json_errors_are_json() -> None:
+    rc, out, err = run("scan", "--json", "--replay", "/nonexistent/bundle")
+    assert rc == EXIT_USAGE
+    doc = json.loads(out)
+    assert doc["error"]["ref"].startswith("E") and doc["error"]["exit_code"] == EXIT_USAGE
+    assert doc["error"]["what"]
+    rc, out, err = run("verify", "--json", "--timeout", "-1")
+    assert rc == EXIT_USAGE and json.loads(out)["error"]["exit_code"] == EXIT_USAGE
+
+
+def test_diff_exit_status_says_whether_machines_differ() -> None:
+    rc, out, _ = run("diff", BUNDLE, OTHER)
+    assert rc == 1 and "gpus" in out
+    rc, out, _ = run("diff", BUNDLE, BUNDLE)
+    assert rc == 0 and "no differences" in out
+    rc, out, _ = run("diff", "--json", BUNDLE, OTHER)
+    assert rc == 1 and json.loads(out)["same"] is False
+
+
+def test_quiet_silences_side_remarks_and_verbose_adds_detail(tmp_path: Path) -> None:
+    rc, _, err = run("report", "--replay", BUNDLE, "-o", tmp_path / "r.json")
+    assert rc == 0 and "wrote" in err
+    rc, _, err = run("-q", "report", "--replay", BUNDLE, "-o", tmp_path / "r2.json")
+    assert rc == 0 and err == ""
+    rc, _, err = run("report", "-q", "--replay", BUNDLE, "-o", tmp_path / "r3.json")
+    assert rc == 0 and err == ""
+    rc, _, err = run("scan", "--verbose", "--replay", BUNDLE)
+    assert rc == 0 and "nvidia" in err and " s" in err  # probe timings
+
+
+def test_no_progress_when_stderr_is_not_a_terminal() -> None:
+    rc, out, err = sub(["scan", "--replay", str(BUNDLE)])
+    assert rc == 0 and err == ""
+
+
+def test_readme_documents_exit_codes() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for code in ("0", "1", "2", "3", "130"):
+        assert f"| {code} |" in readme
+    rc, out, _ = sub(["--help"])
+    assert "exit codes" in out and "130" in out
+
+
+def test_shell_completion_scripts() -> None:
+    for shell in ("bash", "zsh"):
+        rc, out, err = sub(["completion", shell])
+        assert rc == 0, err
+        assert "mlprobe" in out and "--replay" in out and "verify" in out
+    rc, _, err = sub(["completion", "fish-and-chips"])
+    assert rc == EXIT_USAGE
+
+
+def _readme_samples() -> List[Tuple[str, str]]:
+    """(command, the output the README shows for it) for every ``` block that starts with `$ mlprobe`."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    out = []
+    for block in re.findall(r"(?m)^```[a-z]*\n(.*?)^```", text, re.S):
+        lines = block.rstrip("\n").split("\n")
+        if lines[0].startswith("$ mlprobe ") and len(lines) > 1:
+            out.append((lines[0][2:], "\n".join(lines[1:])))
+    return out
+
+
+def test_readme_sample_output_is_what_mlprobe_prints() -> None:
+    samples = _readme_samples()
+    assert samples, "the README shows no sample output"
+    for command, shown in samples:
+        argv = command.split()[1:]
+        rc, out, err = run(*argv)
+        assert rc == 0, err
+        assert [ln.rstrip() for ln in out.rstrip("\n").split("\n")] == \
+            [ln.rstrip() for ln in shown.split("\n")], command
+
+
+def test_piped_output_is_not_wrapped() -> None:
+    """A long command in the plan stays on one line when the output is piped."""
+    rc, out, _ = sub(["plan", "--replay", str(FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo")])
+    assert rc == 0
+    assert any(len(ln) > 100 for ln in out.splitlines())
+    note = [ln for ln in out.splitlines() if "MLPROBE_PYTORCH_INDEX_URL" in ln]
+    assert note and "mlprobe install" in note[0]  # the sentence is not cut at 80 columns
+    for ln in out.splitlines():
+        if "$ python -m pip install" in ln:
+            assert ln.rstrip(" │").split("$ ", 1)[1].count("pip install") == 1
+
+
+def test_replayed_scan_does_not_speak_of_this_python_and_counts_right(tmp_path: Path) -> None:
+    rc, out, _ = run("scan", "--replay", FIXTURES / "linux-nogpu-amd-epyc-zen5-mlprobe-capture")
+    assert rc == 0 and "this Python" not in out and "the captured Python" in out
+    from mlprobe.render.terminal import count
+
+    assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "? cores"

@@ -1,0 +1,100 @@
+"""MLPROBE_OVERRIDE_* (from the environment, or in a bundle's host.json) changes facts for testing a
+plan: every rendering says the fact is overridden, diff does not call it a hardware difference, and
+an invalid value is an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from mlprobe.errors import EXIT_USAGE
+
+from .conftest import FIXTURES
+from .test_cli_errors import bundle, run, user_error
+
+EPYC = FIXTURES / "linux-nogpu-amd-epyc-zen5-mlprobe-capture"
+
+
+def with_overrides(tmp_path: Path, overrides: Dict[str, str]) -> Path:
+    """The EPYC bundle with overrides in its host.json (as a bundle from an odd machine has)."""
+    files = {p.name: p.read_bytes() for p in EPYC.iterdir() if p.is_file() and p.name != "SOURCE.md"}
+    host = json.loads(files["host.json"])
+    host.setdefault("env", {}).update(overrides)
+    files["host.json"] = json.dumps(host).encode()
+    return bundle(tmp_path / "b", files)
+
+
+V1 = {"MLPROBE_OVERRIDE_CPU_FLAGS": "sse sse2", "MLPROBE_OVERRIDE_PYTHON_VERSION": "3.8"}
+
+
+@pytest.mark.parametrize("argv", [["scan"], ["plan"], ["report", "--format", "markdown"]])
+def test_every_human_rendering_says_overridden(tmp_path: Path, argv: List[str]) -> None:
+    b = with_overrides(tmp_path, V1)
+    rc, out, err = run(*argv, "--replay", b)
+    assert rc == 0, err
+    low = out.lower()
+    assert "overridden" in low, out
+    if argv[0] == "scan":
+        line = next(ln for ln in out.splitlines() if "x86-64-v1" in ln)
+        assert "overridden" in line  # said where the overridden fact is shown
+    if argv[0] == "plan":
+        line = next(ln for ln in out.splitlines() if "Python 3.8" in ln)
+        assert "overridden" in line
+
+
+def test_json_renderings_carry_the_overrides(tmp_path: Path) -> None:
+    b = with_overrides(tmp_path, V1)
+    rc, out, _ = run("scan", "--json", "--replay", b)
+    assert json.loads(out)["overrides"] == V1
+    rc, out, _ = run("plan", "--json", "--replay", b)
+    plan = json.loads(out)
+    assert plan["target"]["python_source"] == "overridden by MLPROBE_OVERRIDE_PYTHON_VERSION"
+    assert any("overridden" in w for w in plan["warnings"])
+
+
+def test_the_environment_overrides_a_live_style_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLPROBE_OVERRIDE_PYTHON_VERSION", "3.8")
+    from mlprobe.host import LiveHost
+    from mlprobe.scan import facts_to_report, scan
+
+    rep = facts_to_report(scan(LiveHost(), only=["python"]))
+    assert rep["python"]["version"] == "3.8" and rep["overrides"]["MLPROBE_OVERRIDE_PYTHON_VERSION"] == "3.8"
+
+
+def test_diff_does_not_show_overrides_as_hardware_differences(tmp_path: Path) -> None:
+    b = with_overrides(tmp_path, V1)
+    rc, out, _ = run("diff", "--json", EPYC, b)
+    doc = json.loads(out)
+    sections = {(d["section"], d["item"]) for d in doc["differences"]}
+    assert not any(s == "cpu" for s, _ in sections), sections
+    assert ("python", "version") not in sections
+    assert ("overrides", "MLPROBE_OVERRIDE_CPU_FLAGS") in sections
+    rc, out, _ = run("diff", EPYC, b)
+    assert "overrides" in out and "x86_64_level" not in out
+
+
+@pytest.mark.parametrize("name,value", [
+    ("MLPROBE_OVERRIDE_PYTHON_VERSION", "banana"),
+    ("MLPROBE_OVERRIDE_PYTHON_VERSION", ""),
+    ("MLPROBE_OVERRIDE_PYTHON_VERSION", "3"),
+    ("MLPROBE_OVERRIDE_CPU_FLAGS", "avx; rm -rf /"),
+    ("MLPROBE_OVERRIDE_CPU_FLAGS", "   "),
+    ("MLPROBE_OVERRIDE_CPU_FLAGZ", "avx"),
+])
+def test_invalid_overrides_are_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                      value: str) -> None:
+    b = with_overrides(tmp_path, {name: value})
+    rc, _, err = run("scan", "--replay", b)
+    user_error(rc, err)
+    assert name in err
+    monkeypatch.setenv(name, value)  # this machine's environment
+    from mlprobe.errors import MlprobeError
+    from mlprobe.host import LiveHost
+    from mlprobe.scan import scan
+
+    with pytest.raises(MlprobeError) as info:
+        scan(LiveHost(), only=["python"])
+    assert info.value.exit_code == EXIT_USAGE and name in info.value.what

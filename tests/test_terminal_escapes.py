@@ -1,0 +1,64 @@
+"""Text from a capture is data, never terminal control: escape sequences, control characters and
+rich markup in a GPU name, an OS name or a probe error are shown as text in every terminal output."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from mlprobe import ui
+
+from .conftest import FIXTURES
+from .test_cli_errors import bundle, run
+
+EVIL_NAME = "NVIDIA \x1b[31mGeForce\x1b]0;pwned\x07 RTX\x1b[2J [bold red]3060[/] \x08\x0c\x9b"
+RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def hostile(tmp_path: Path) -> Path:
+    csv = ("name, driver_version, compute_cap, memory.total [MiB], pci.bus_id, uuid\n"
+           f"{EVIL_NAME}, 570.124.04, 8.6, 12288 MiB, 00000000:01:00.0, "
+           "GPU-11111111-2222-3333-4444-555555555555\n")
+    return bundle(tmp_path / "evil", {
+        "nvidia-smi-query.csv": csv,
+        "os-release.txt": 'NAME="Evil\x1b[5mOS"\nPRETTY_NAME="Evil \x1b[5mLinux\x1b[0m 1"\nID=evil\n',
+        "lspci.txt": "\x1b[31mgarbage\x1b[0m that is not lspci\n",
+    })
+
+
+@pytest.mark.parametrize("argv", [["scan"], ["plan"], ["plan", "--why-not", "torch-cuda"]])
+def test_terminal_output_has_no_raw_control_characters(tmp_path: Path, argv: List[str]) -> None:
+    b = hostile(tmp_path)
+    rc, out, err = run(*argv, "--replay", b)
+    assert rc == 0, err
+    assert not RAW.search(out), repr(out)
+    assert not RAW.search(err), repr(err)
+    if argv == ["scan"]:
+        assert "\\x07" in out and "[bold red]3060[/]" in out  # shown, not obeyed
+
+
+def test_diff_table_has_no_raw_control_characters(tmp_path: Path) -> None:
+    b = hostile(tmp_path)
+    rc, out, _ = run("diff", b, FIXTURES / "linux-nvidia-rtx3060-smi-xml")
+    assert rc == 1
+    assert not RAW.search(out), repr(out)
+    assert "\\x1b" in out
+
+
+def test_json_keeps_the_exact_value(tmp_path: Path) -> None:
+    """Escaping is for terminals; the JSON carries the capture's text as it was."""
+    rc, out, _ = run("scan", "--json", "--replay", hostile(tmp_path))
+    assert rc == 0
+    names = [g["name"] for g in json.loads(out)["gpus"]]
+    assert any("\x07" in (n or "") for n in names)
+
+
+def test_safe_escapes_every_control_character() -> None:
+    for c in list(range(0, 9)) + list(range(11, 32)) + list(range(127, 160)):
+        assert not RAW.search(ui.safe(f"a{chr(c)}b"))
+    assert ui.safe("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert ui.safe("\u202eevil") == "\\u202eevil"  # bidi override
