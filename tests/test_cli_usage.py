@@ -159,8 +159,8 @@ def test_piped_output_is_not_wrapped() -> None:
     rc, out, _ = sub(["plan", "--replay", str(FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo")])
     assert rc == 0
     assert any(len(ln) > 100 for ln in out.splitlines())
-    note = [ln for ln in out.splitlines() if "MLPROBE_PYTORCH_INDEX_URL" in ln]
-    assert note and "mlprobe install" in note[0]  # the sentence is not cut at 80 columns
+    cmd = [ln for ln in out.splitlines() if "--index-url https://download.pytorch.org/whl/rocm" in ln]
+    assert cmd and "pip install" in cmd[0]  # the command is not cut at 80 columns
     for ln in out.splitlines():
         if "$ python -m pip install" in ln:
             assert ln.rstrip(" │").split("$ ", 1)[1].count("pip install") == 1
