@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,21 @@ def _bundled_pocl() -> str:
     return libs[0]
 
 
+def _pocl_copy(pocl: str, tmp_path: Path) -> Path:
+    """A second copy of the wheel's PoCL, laid out as PoCL expects: it finds its runtime files and
+    libraries relative to its own folder (site-packages/<pkg>/.libs/../../pocl_binary_distribution)."""
+    libs_dir = Path(pocl).parent
+    site = libs_dir.parent.parent
+    copy_dir = tmp_path / "site" / libs_dir.parent.name / libs_dir.name
+    copy_dir.mkdir(parents=True)
+    for other in site.iterdir():
+        if other.name != libs_dir.parent.name and other.is_dir():
+            (tmp_path / "site" / other.name).symlink_to(other)
+    copy = copy_dir / "libpocl-copy.so"
+    shutil.copy2(pocl, copy)
+    return copy
+
+
 def _platforms(env_extra: dict, tmp_path: Path) -> list:
     env = _early.child_env()
     env.update(env_extra)
@@ -34,20 +50,29 @@ def _platforms(env_extra: dict, tmp_path: Path) -> list:
 
 
 def test_ocl_icd_filenames_gives_the_platforms_the_system_loader_gives(tmp_path: Path) -> None:
-    # The H200 machine's case in miniature. Each ICD entry is one platform, so the count tells which
-    # entries were loaded: the system's ocl-icd loads every OCL_ICD_FILENAMES entry plus the vendors
-    # directory, and never the wheel's bundled PoCL; pyopencl's bundled loader alone would load the
-    # vendors directory plus its bundled PoCL and ignore OCL_ICD_FILENAMES.
+    # The H200 machine's case in miniature (OCL_ICD_FILENAMES=libpocl.so.2:libnvidia-opencl.so.1 and a
+    # vendors directory naming libpocl.so.2.12.0, the same file: clinfo lists two platforms). Each ICD
+    # entry that loads is one platform, so the count tells which entries were loaded. The Khronos loader
+    # loads every OCL_ICD_FILENAMES entry, then the vendors directory, each library once, and never
+    # the wheel's bundled PoCL; pyopencl's bundled loader alone would load the vendors directory plus
+    # its bundled PoCL and ignore OCL_ICD_FILENAMES.
     pocl = _bundled_pocl()
+    copy = _pocl_copy(pocl, tmp_path)  # another file: another library handle, another platform
+    libs = {"LD_LIBRARY_PATH": os.path.dirname(pocl)}
     empty = tmp_path / "empty"
     empty.mkdir()
     assert len(_platforms({"OCL_ICD_VENDORS": str(empty)}, tmp_path)) == 1  # the bundled PoCL
-    two = f"{pocl}:{pocl}"
-    assert len(_platforms({"OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": two}, tmp_path)) == 2
+    assert len(_platforms({**libs, "OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": str(copy)}, tmp_path)) == 1
+    both = f"{copy}:{pocl}"
+    assert len(_platforms({**libs, "OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": both}, tmp_path)) == 2
+    twice = f"{copy}:{copy}"
+    assert len(_platforms({**libs, "OCL_ICD_VENDORS": str(empty), "OCL_ICD_FILENAMES": twice}, tmp_path)) == 1
     vendors = tmp_path / "vendors"
     vendors.mkdir()
-    (vendors / "pocl.icd").write_text(pocl + "\n")
-    assert len(_platforms({"OCL_ICD_VENDORS": str(vendors), "OCL_ICD_FILENAMES": two}, tmp_path)) == 3
+    (vendors / "pocl.icd").write_text(f"{copy}\n")  # the same library as the env entry: one platform
+    assert len(_platforms({**libs, "OCL_ICD_VENDORS": str(vendors), "OCL_ICD_FILENAMES": str(copy)}, tmp_path)) == 1
+    (vendors / "pocl.icd").write_text(f"{pocl}\n")  # another library: two
+    assert len(_platforms({**libs, "OCL_ICD_VENDORS": str(vendors), "OCL_ICD_FILENAMES": str(copy)}, tmp_path)) == 2
 
 
 def test_vendors_dir_keeps_the_system_icds_and_adds_the_listed_ones(tmp_path: Path) -> None:

@@ -59,14 +59,15 @@ def _type_name(bits: Any) -> Optional[str]:
 
 
 def icd_vendors_dir(env: Any, tmp: str) -> Optional[str]:
-    """A vendors directory that gives pyopencl's bundled loader the ICDs the system's ocl-icd would load.
+    """A vendors directory that gives pyopencl's bundled loader the ICDs the system's ICD loader would load.
 
-    pyopencl's Linux wheels bundle an older ocl-icd that reads OCL_ICD_VENDORS (or /etc/OpenCL/vendors)
-    and PYOPENCL_HOME, but not OCL_ICD_FILENAMES (ocl-icd 2.3's list of ICD libraries, loaded besides
-    the vendors directory). Containers often name NVIDIA's ICD only there (OCL_ICD_FILENAMES=
-    libnvidia-opencl.so.1), so `clinfo` lists NVIDIA's platform and the bundled loader does not.
+    pyopencl's Linux wheels bundle an older loader that reads OCL_ICD_VENDORS (or /etc/OpenCL/vendors)
+    and PYOPENCL_HOME, but not OCL_ICD_FILENAMES (the Khronos ICD loader's list of ICD libraries,
+    loaded before the vendors directory: loader/icd.c, khrIcdVendorsEnumerateEnv). Containers often
+    name NVIDIA's ICD only there (OCL_ICD_FILENAMES=libnvidia-opencl.so.1), so `clinfo` lists NVIDIA's
+    platform and the bundled loader does not.
     With OCL_ICD_FILENAMES set, this writes `tmp` holding the vendors directory's .icd files plus one
-    .icd per listed library, for OCL_ICD_VENDORS; None when there is nothing to add."""
+    .icd per listed library, for OCL_ICD_VENDORS, each library once; None when there is nothing to add."""
     names = [n for n in (env.get("OCL_ICD_FILENAMES") or "").split(":") if n.strip()]
     if not names:
         return None
@@ -85,11 +86,31 @@ def icd_vendors_dir(env: Any, tmp: str) -> Optional[str]:
                 lines.append(("50-" + os.path.basename(vendors), fh.read().strip()))
     except OSError:
         pass
+    seen = set()
     for name, lib in lines:
-        if lib:
-            with open(os.path.join(tmp, name), "w") as fh:
-                fh.write(lib + "\n")
+        if not lib:
+            continue
+        key = _library_key(lib)
+        if key in seen:
+            continue
+        seen.add(key)
+        with open(os.path.join(tmp, name), "w") as fh:
+            fh.write(lib + "\n")
     return tmp
+
+
+def _library_key(lib: str) -> Any:
+    """What makes two ICD entries the same vendor for the Khronos loader: it loads each entry and skips
+    one whose library handle it already holds ("already loaded vendor", loader/icd.c), so a library
+    named both in OCL_ICD_FILENAMES and in the vendors directory (libpocl.so.2 there, libpocl.so.2.12.0
+    here: one file) is one platform. dlopen gives one handle per file; an entry that does not load is
+    kept under its own name (the loader will skip it as well)."""
+    import ctypes
+
+    try:
+        return ("handle", ctypes.CDLL(lib, mode=os.RTLD_LAZY | os.RTLD_LOCAL)._handle)
+    except OSError:
+        return ("name", os.path.realpath(lib) if "/" in lib else lib)
 
 
 def main() -> int:
