@@ -13,10 +13,10 @@ from typing import Any, Dict
 
 import pytest
 
-from mlprobe.host import LiveHost, ReplayHost
-from mlprobe.plan import make_plan, why_not
+from mlprobe.scan.host import LiveHost, ReplayHost
+from mlprobe.plan.planner import make_plan, why_not
 from mlprobe.recipes import load_recipes
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES, ROOT, fixture_dirs, ground_truth
 from .matching import mismatches

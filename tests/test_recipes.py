@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import jsonschema
 import pytest
 
-from mlprobe import rules
+from mlprobe.plan import rules
 from mlprobe.recipes import (
     KNOWLEDGE_DIR,
     RECIPES_DIR,

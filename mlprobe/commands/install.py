@@ -130,13 +130,13 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             raise MlprobeError(f"{args.recipe_file} is not a recipe", why="expected a JSON object",
                                next_step="see `mlprobe install --help`", ref="E513", exit_code=EXIT_USAGE)
         return doc, None, False
-    from ..scan import facts_to_report, scan
+    from ..scan.run import facts_to_report, scan
     from .common import host_source, make_host
 
     host = make_host(args)
     report = facts_to_report(scan(host), host_source(host, args))
     try:
-        from ..plan import make_plan
+        from ..plan.planner import make_plan
     except ImportError as exc:
         raise MlprobeError("this mlprobe has no planner", why=str(exc),
                            next_step="pass a recipe with --recipe-file FILE", ref="E513",
@@ -160,7 +160,8 @@ def _recover_all(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import EXIT_OK
-    from ..install.guard import TargetLock, pending_targets, recover
+    from ..install.guard import TargetLock, pending_targets
+    from ..install.transaction import recover
     from .common import print_json
 
     wanted = None
@@ -197,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
-    from ..install.guard import TargetLock, check_location, recover
+    from ..install.guard import TargetLock, check_location
+    from ..install.transaction import recover
     from ..install.steps import build_plan
 
     if args.recover:

@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
             ref="E201",
             exit_code=EXIT_USAGE,
         )
-    from ..plan import explain_variants, make_plan, why_not
-    from ..scan import facts_to_report
+    from ..plan.planner import explain_variants, make_plan, why_not
+    from ..scan.run import facts_to_report
 
     host = make_host(args)
     report = facts_to_report(scan_host(host), host_source(host, args))

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping
 
-from .. import kb
+from ..model import knowledge as kb
 
 RECIPES_DIR = Path(__file__).resolve().parent
 KNOWLEDGE_DIR = kb.KNOWLEDGE_DIR

@@ -15,11 +15,21 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Protocol
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional
 
-from .capture import SPECS, CaptureSpec, decode, spec
+from .capture import (
+    SPECS,
+    BundleError,
+    Capture,
+    CaptureSpec,
+    UnreadableFile,
+    decode,
+    read_regular,
+    short,
+    spec,
+)
+from .live.proc import run_argv
 
 # Environment variables that probes and rules read; captured into host.json so that a replay
 # sees the same ones. Values that look like secrets never appear here: these are all settings.
@@ -40,98 +50,6 @@ ENV_VARS = (
 OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
 _SYSTEM = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}.get(
     sys.platform, "Linux" if sys.platform.startswith("linux") else sys.platform)
-
-
-@dataclass(frozen=True)
-class Capture:
-    name: str
-    status: str  # "ok", "absent", "error", "timeout"
-    data: Optional[bytes] = None
-    error: Optional[str] = None
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok" and self.data is not None
-
-    def text(self) -> str:
-        return decode(self.data)
-
-
-class Host(Protocol):
-    kind: str  # "live" or "replay"
-
-    def get(self, name: str) -> Capture: ...
-
-    def env(self, name: str) -> Optional[str]: ...
-
-    def env_overrides(self) -> Dict[str, str]: ...
-
-    def info(self) -> Dict[str, Any]: ...
-
-
-def _short(msg: str, limit: int = 300) -> str:
-    msg = " ".join(msg.split())
-    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
-
-
-class UnreadableFile(Exception):
-    """A path that is not a regular file we may read (symlink where none is allowed, FIFO, device,
-    folder, loop, permission denied). The message says which, in words."""
-
-
-def _kind_of(mode: int) -> str:
-    import stat
-
-    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
-        if test(mode):
-            return word
-    return "not a regular file"
-
-
-def read_regular(path: "str | os.PathLike[str]", max_bytes: int, follow_symlinks: bool = True) -> bytes:
-    """At most `max_bytes` of a regular file. Never blocks on a FIFO, never reads a device, and with
-    follow_symlinks=False refuses a symbolic link (a bundle must not point outside itself).
-    FileNotFoundError when nothing is there; UnreadableFile for anything else that goes wrong."""
-    import stat
-
-    try:
-        st = os.stat(path, follow_symlinks=follow_symlinks)
-    except FileNotFoundError:
-        if not follow_symlinks or not os.path.lexists(path):
-            raise
-        raise UnreadableFile(f"{path} is a symbolic link to nothing") from None
-    except OSError as exc:  # ELOOP (a symlink loop), EACCES on a folder on the way, ...
-        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise UnreadableFile(f"{path} is a symbolic link; replay reads only regular files inside the bundle")
-    if not stat.S_ISREG(st.st_mode):
-        raise UnreadableFile(f"{path} is {_kind_of(st.st_mode)}, not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the first look
-            raise UnreadableFile(f"{path} is not a regular file")
-        chunks = []
-        left = max_bytes
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
 
 
 class LiveHost:
@@ -212,7 +130,7 @@ class LiveHost:
             try:
                 return producer(self, s)
             except Exception as exc:  # a producer bug must cost only this capture
-                return Capture(s.name, "error", error=_short(f"{type(exc).__name__}: {exc}"))
+                return Capture(s.name, "error", error=short(f"{type(exc).__name__}: {exc}"))
         return Capture(s.name, "absent")
 
     def run(
@@ -232,7 +150,7 @@ class LiveHost:
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:
-            return Capture(name, "error", error=_short(f"could not run {argv[0]}: {exc}"))
+            return Capture(name, "error", error=short(f"could not run {argv[0]}: {exc}"))
         proc = subprocess.CompletedProcess(argv, returncode, stdout, stderr)
         data = proc.stdout[:max_bytes]
         if proc.returncode not in tuple(ok_codes):
@@ -241,7 +159,7 @@ class LiveHost:
                 name,
                 "error",
                 data=data or None,
-                error=_short(f"{argv[0]} exited with status {proc.returncode}: {detail}"),
+                error=short(f"{argv[0]} exited with status {proc.returncode}: {detail}"),
             )
         return Capture(name, "ok", data=data)
 
@@ -251,7 +169,7 @@ class LiveHost:
         except FileNotFoundError:
             return Capture(name, "absent", error=f"{path} does not exist")
         except UnreadableFile as exc:
-            return Capture(name, "error", error=_short(str(exc)))
+            return Capture(name, "error", error=short(str(exc)))
 
 
 _SHARED: Optional[LiveHost] = None
@@ -263,53 +181,6 @@ def shared_live_host() -> LiveHost:
     if _SHARED is None:
         _SHARED = LiveHost()
     return _SHARED
-
-
-def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = None,
-             cwd: Optional[str] = None) -> "tuple[int, bytes, bytes]":
-    """Run an argv list (never a shell) with a hard timeout that also ends its children.
-
-    subprocess.run(timeout=...) kills only the direct child and then waits for the pipes, which a
-    grandchild (a wrapper script's `sleep`, a daemon) can hold open forever; so the child gets its
-    own process group and the whole group is killed. Raises subprocess.TimeoutExpired."""
-    kwargs: Dict[str, Any] = {}
-    if os.name == "posix":
-        kwargs["start_new_session"] = True
-    else:
-        kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd, **kwargs)
-    out, err = communicate_or_kill(proc, timeout)
-    return proc.returncode, out, err
-
-
-def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float) -> "tuple[bytes, bytes]":
-    """proc.communicate() with a limit; past it the child's whole process group is killed (so its
-    pipes close) and subprocess.TimeoutExpired is raised."""
-    try:
-        return proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc)
-        try:
-            proc.communicate(timeout=2)
-        except (subprocess.TimeoutExpired, ValueError, OSError):
-            pass
-        raise
-
-
-def _kill_tree(proc: "subprocess.Popen[bytes]") -> None:
-    if os.name == "posix":
-        import signal
-
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return
-        except OSError:
-            pass
-    try:
-        proc.kill()
-    except OSError:
-        pass
 
 
 def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:
@@ -341,7 +212,7 @@ def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:
         info["memory_available"] = int(vm.available)
     except Exception:  # psutil missing or broken: memory stays unknown
         pass
-    from .probes.python import live_python_extras
+    from .live.python import live_python_extras
 
     info.update(live_python_extras())
     return info
@@ -427,15 +298,15 @@ def _produce_dxdiag(host: LiveHost, s: CaptureSpec) -> Capture:
 
 
 def _produce_opencl(host: LiveHost, s: CaptureSpec) -> Capture:
-    from .probes import opencl
+    from .live.opencl import live_capture
 
-    return opencl.live_capture(host, s)
+    return live_capture(host, s)
 
 
 def _produce_frameworks(host: LiveHost, s: CaptureSpec) -> Capture:
-    from .probes import frameworks
+    from .live.frameworks import live_inventory
 
-    return _json_capture(s.name, frameworks.live_inventory())
+    return _json_capture(s.name, live_inventory())
 
 
 _INTERNAL: Dict[str, Producer] = {
@@ -450,10 +321,6 @@ _INTERNAL: Dict[str, Producer] = {
 
 
 # -- replay ------------------------------------------------------------------------------------
-
-
-class BundleError(Exception):
-    """A replay source that is not a bundle. Carries a user-facing message."""
 
 
 class ReplayHost:
@@ -502,7 +369,7 @@ class ReplayHost:
         except FileNotFoundError:
             return Capture(name, "absent", error=f"{name} is not in the bundle")
         except UnreadableFile as exc:
-            return Capture(name, "error", error=_short(f"{name}: {exc}"))
+            return Capture(name, "error", error=short(f"{name}: {exc}"))
         return Capture(name, "ok", data=data)
 
     def _raw(self, name: str) -> Optional[bytes]:
@@ -564,7 +431,7 @@ class ReplayHost:
 
 
 def _bundle_from_report(path: Path) -> Dict[str, bytes]:
-    from .report.validate import MAX_DOCUMENT_BYTES
+    from ..model.validate import MAX_DOCUMENT_BYTES
 
     try:
         raw = read_regular(path, MAX_DOCUMENT_BYTES + 1)
@@ -574,7 +441,7 @@ def _bundle_from_report(path: Path) -> Dict[str, bytes]:
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
     if isinstance(doc, dict):
-        from .report.validate import DocumentError, check_version
+        from ..model.validate import DocumentError, check_version
 
         try:
             check_version(doc, str(path))

@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import probes as registry
-from .facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
-from .host import Host
+from .. import probes as registry
+from ..model.facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
+from .capture import Host
 
 # Overall wall-clock limit for one probe (its captures have their own, shorter limits).
 PROBE_DEADLINE_S = 30.0
@@ -173,7 +172,7 @@ OVERRIDABLE = ("CPU_FLAGS", "PYTHON_VERSION")
 def check_overrides(overrides: Dict[str, str], where: str) -> None:
     """An override that is not one mlprobe knows, or whose value is not a value of that fact, is an
     error (exit 2): a silent typo would make a plan for a machine nobody has."""
-    from .errors import EXIT_USAGE, MlprobeError
+    from ..errors import EXIT_USAGE, MlprobeError
 
     known = ", ".join(f"MLPROBE_OVERRIDE_{k}" for k in OVERRIDABLE)
     for key, value in overrides.items():
@@ -198,7 +197,7 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "envi
     for key, value in overrides.items():
         fact = key[len("MLPROBE_OVERRIDE_"):].lower()
         if fact == "cpu_flags":
-            from .probes.cpu import x86_64_level
+            from ..probes.cpu import x86_64_level
 
             flags = tuple(sorted(set(value.lower().split())))
             cpu = replace(cpu, flags=flags, x86_64_level=x86_64_level(flags) if cpu.arch == "x86_64" else None)
@@ -212,7 +211,7 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "envi
 
 
 def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
-    from .facts import MemoryFacts, OsFacts, PythonFacts
+    from ..model.facts import MemoryFacts, OsFacts, PythonFacts
 
     statuses = [
         ProbeStatus(name=name, status=c.status, seconds=round(secs, 4), error=c.error)
@@ -291,7 +290,7 @@ def hardware_warnings(facts: Facts) -> List[str]:
 
 def facts_to_report(facts: Facts, source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The scan report (`mlprobe scan --json`), report_version 1."""
-    from . import __version__
+    from .. import __version__
 
     d = facts.to_dict()
     report: Dict[str, Any] = {"report_version": 1, "mlprobe_version": __version__}

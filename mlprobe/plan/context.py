@@ -8,7 +8,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .conditions import Ctx, Kb
-from .kb import nvidia_name_row
+from ..model.knowledge import nvidia_name_row
 
 # --------------------------------------------------------------------------- derived facts
 

@@ -1,5 +1,5 @@
 """The condition language of the recipes: sentence templates, three-valued combinators, fact
-comparisons, and the registry of named tests (mlprobe.predicates fills it).
+comparisons, and the registry of named tests (mlprobe.plan.predicates fills it).
 
     {"all": [c, ...]}   {"any": [c, ...], "because": "..."}   {"not": c, "because": "..."}
     {"fact": "cpu.flags", "contains": "avx", "because": "..."}
@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from .kb import version
+from ..model.knowledge import version
 
 Kb = Mapping[str, Any]  # knowledge tables by file stem: {"torch_wheels": {...}, ...}
 Ctx = Dict[str, Any]

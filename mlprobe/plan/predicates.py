@@ -1,6 +1,6 @@
 """The named tests conditions call (`{"test": "cuda_archs_cover", ...}`): the judgements that need
 more than one comparison, each over sourced knowledge tables, each writing its own sentences.
-Importing this module registers them in mlprobe.conditions.TESTS."""
+Importing this module registers them in mlprobe.plan.conditions.TESTS."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .conditions import Ctx, Kb, Outcome, cc_tuple, fmt, lookup, resolve, test
-from .kb import newest_cuda, version
+from ..model.knowledge import newest_cuda, version
 
 
 def _toolkit_rows(kb: Kb) -> List[Dict[str, Any]]:

@@ -7,8 +7,9 @@ ask a Host for captures by name and never touch the machine themselves.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Protocol, Tuple
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def spec(name: str) -> CaptureSpec:
     try:
         return SPECS[name]
     except KeyError:
-        raise KeyError(f"unknown capture name {name!r}; add it to mlprobe.capture.SPECS") from None
+        raise KeyError(f"unknown capture name {name!r}; add it to mlprobe.scan.capture.SPECS") from None
 
 
 def decode(data: Optional[bytes]) -> str:
@@ -121,3 +122,99 @@ def decode(data: Optional[bytes]) -> str:
         if text.startswith("\ufeff"):
             text = text[1:]
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass(frozen=True)
+class Capture:
+    name: str
+    status: str  # "ok", "absent", "error", "timeout"
+    data: Optional[bytes] = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.data is not None
+
+    def text(self) -> str:
+        return decode(self.data)
+
+
+class Host(Protocol):
+    kind: str  # "live" or "replay"
+
+    def get(self, name: str) -> Capture: ...
+
+    def env(self, name: str) -> Optional[str]: ...
+
+    def env_overrides(self) -> Dict[str, str]: ...
+
+    def info(self) -> Dict[str, Any]: ...
+
+
+def short(msg: str, limit: int = 300) -> str:
+    msg = " ".join(msg.split())
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
+
+
+class UnreadableFile(Exception):
+    """A path that is not a regular file we may read (symlink where none is allowed, FIFO, device,
+    folder, loop, permission denied). The message says which, in words."""
+
+
+def _kind_of(mode: int) -> str:
+    import stat
+
+    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def read_regular(path: "str | os.PathLike[str]", max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """At most `max_bytes` of a regular file. Never blocks on a FIFO, never reads a device, and with
+    follow_symlinks=False refuses a symbolic link (a bundle must not point outside itself).
+    FileNotFoundError when nothing is there; UnreadableFile for anything else that goes wrong."""
+    import stat
+
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        if not follow_symlinks or not os.path.lexists(path):
+            raise
+        raise UnreadableFile(f"{path} is a symbolic link to nothing") from None
+    except OSError as exc:  # ELOOP (a symlink loop), EACCES on a folder on the way, ...
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnreadableFile(f"{path} is a symbolic link; replay reads only regular files inside the bundle")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile(f"{path} is {_kind_of(st.st_mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the first look
+            raise UnreadableFile(f"{path} is not a regular file")
+        chunks = []
+        left = max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+class BundleError(Exception):
+    """A replay source that is not a bundle. Carries a user-facing message."""

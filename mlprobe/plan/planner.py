@@ -13,9 +13,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from .recipes import Knowledge, find_recipe, knowledge, load_recipes
+from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
-from .urls import check_url
+from ..urls import check_url
 
 PLAN_VERSION = 1
 FRAMEWORK_CHOICES = ("any", "torch", "tensorflow", "keras")
@@ -127,7 +127,7 @@ def install_details(
             # where mlprobe is installed, without mlprobe being installed there.
             import os
 
-            from .shims import plaidml_compat
+            from ..shims import plaidml_compat
 
             commands.append(f'python "{os.path.abspath(plaidml_compat.__file__)}"')
     for f in files:

@@ -1,7 +1,7 @@
 """A small, pure rules engine: facts + recipe -> Verdict, every "no" a sentence.
 
-The condition language lives in mlprobe.conditions, the named tests in mlprobe.predicates, the facts
-they read in mlprobe.plan_facts; this module evaluates whole recipes, picking the knowledge-table row
+The condition language lives in mlprobe.plan.conditions, the named tests in mlprobe.plan.predicates, the facts
+they read in mlprobe.plan.context; this module evaluates whole recipes, picking the knowledge-table row
 (e.g. torch release x wheel index) that fits, and re-exports what callers use.
 """
 
@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import predicates
 from .conditions import TESTS, Ctx, Kb, Outcome, evaluate, fmt, lookup, resolve
-from .kb import version
-from .plan_facts import derive_facts, sanitise_report
+from ..model.knowledge import version
+from .context import derive_facts, sanitise_report
 from .predicates import arch_coverage, cuda_ceiling, plaidml_opencl_id
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
-KNOWLEDGE_DIR = Path(__file__).resolve().parent / "knowledge"
+KNOWLEDGE_DIR = Path(__file__).resolve().parent.parent / "knowledge"
 
 
 @lru_cache(maxsize=None)

@@ -2,7 +2,7 @@
 
 Enumerating OpenCL (pyopencl on PoCL: ~0.27 s) is the slowest capture; everything else in the scan
 hides behind it, so it is started before the rest of mlprobe is even imported. Only `sys`, `os` and
-`subprocess` are imported here. The Popen is handed to the OpenCL capture (probes/opencl.py)."""
+`subprocess` are imported here. The Popen is handed to the OpenCL capture (scan/live/opencl.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Optional
 
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probes", "opencl_child.py")
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.py")
 
 started: Optional["subprocess.Popen[bytes]"] = None
 started_at: float = 0.0
