@@ -176,7 +176,7 @@ def test_binary_captures_travel_as_base64_when_not_redacted(tmp_path: Path) -> N
 def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
     import mlprobe.plan.planner as plan_mod
 
-    def boom(report: Dict[str, Any], framework: str = "any") -> Dict[str, Any]:
+    def boom(report: Dict[str, Any], framework: str = "any", **kwargs: Any) -> Dict[str, Any]:
         raise RuntimeError("planner exploded")
 
     monkeypatch.setattr(plan_mod, "make_plan", boom)

@@ -4,8 +4,10 @@ them into a virtual environment, transactionally, then verifies."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from ..model.vocabulary import vocabulary
 from .common import add_replay, seconds
 
 SOURCES_HELP = """\
@@ -45,7 +47,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "installing. With --apply: install into a virtual environment (restored or removed "
                     "if anything fails), write the recipe's env vars into its activate scripts, then verify.",
         epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--framework", choices=["any", "torch", "tensorflow", "keras"], default="any",
+    p.add_argument("--framework", choices=("any",) + vocabulary().plan_frameworks(), default="any",
                    help="which framework the recommendation is for (default: any)")
     p.add_argument("--recipe", metavar="ID", help="a recipe from `mlprobe plan` instead of the first one")
     p.add_argument("--recipe-file", metavar="FILE", type=Path,
@@ -141,7 +143,7 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         raise MlprobeError("this mlprobe has no planner", why=str(exc),
                            next_step="pass a recipe with --recipe-file FILE", ref="E513",
                            exit_code=EXIT_USAGE) from None
-    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python))
+    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
 
 

@@ -1,48 +1,36 @@
-"""Vendor names from PCI ids and from the free text tools print.
-
-source: PCI-SIG vendor ids as listed in pci.ids (github.com/pciutils/pciids, pci.ids):
-10de NVIDIA, 1002 ATI/AMD, 1022 AMD, 8086 Intel, 106b Apple, 13b5 ARM, 5143 Qualcomm,
-1414 Microsoft, 15ad VMware, 1af4 Red Hat (virtio), 1234 QEMU, 1a03 ASPEED, 102b Matrox,
-1ed5 Moore Threads, 1e3e Iluvatar, 1d17 Zhaoxin; USB ids from usb.ids (03e7 Intel Movidius,
-1a6e Global Unichip (Coral), 18d1 Google).
-"""
+"""Vendor names from PCI ids and from the free text tools print. The vendors, their PCI ids and the
+words that name them are rows of mlprobe/knowledge/registry.json (source: pci.ids)."""
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from functools import lru_cache
+from typing import Dict, Optional, Tuple
 
-PCI_VENDORS = {
-    "10de": "nvidia", "1002": "amd", "1022": "amd", "8086": "intel", "106b": "apple", "13b5": "arm",
-    "5143": "qualcomm", "1414": "microsoft", "15ad": "vmware", "1af4": "virtio", "1234": "qemu",
-    "1a03": "aspeed", "102b": "matrox", "1ed5": "moorethreads", "1d17": "zhaoxin",
-}
+from .vocabulary import vocabulary
 
-_TEXT_VENDORS = (
-    (re.compile(r"nvidia|geforce|quadro|tesla|\brtx\b|\bgtx\b", re.I), "nvidia"),
-    (re.compile(r"advanced micro devices|\bamd\b|\bati\b|radeon|firepro|instinct|gfx\d", re.I), "amd"),
-    (re.compile(r"intel|\barc\b|iris|uhd graphics|hd graphics", re.I), "intel"),
-    (re.compile(r"apple", re.I), "apple"),
-    (re.compile(r"\barm\b|mali", re.I), "arm"),
-    (re.compile(r"qualcomm|adreno", re.I), "qualcomm"),
-    (re.compile(r"microsoft", re.I), "microsoft"),
-    (re.compile(r"vmware", re.I), "vmware"),
-    (re.compile(r"aspeed", re.I), "aspeed"),
-    (re.compile(r"matrox", re.I), "matrox"),
-)
+
+@lru_cache(maxsize=1)
+def _pci_vendors() -> Dict[str, str]:
+    return {pci: v.id for v in vocabulary().vendors for pci in v.pci}
+
+
+@lru_cache(maxsize=1)
+def _text_vendors() -> "Tuple[Tuple[re.Pattern[str], str], ...]":
+    return tuple((v.text, v.id) for v in vocabulary().vendors if v.text is not None)
 
 
 def vendor_from_pci(vendor_id: Optional[str]) -> Optional[str]:
     if not vendor_id:
         return None
     key = vendor_id.lower().replace("0x", "").strip().zfill(4)
-    return PCI_VENDORS.get(key)
+    return _pci_vendors().get(key)
 
 
 def vendor_from_text(text: Optional[str]) -> Optional[str]:
     if not text:
         return None
-    for pattern, vendor in _TEXT_VENDORS:
+    for pattern, vendor in _text_vendors():
         if pattern.search(text):
             return vendor
     return None

@@ -9,16 +9,16 @@ maturity (preview, paused, unmaintained) and for unofficial workarounds; then ma
 from __future__ import annotations
 
 import json
-import os
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
+from ..model.vocabulary import vocabulary
 from ..urls import check_url
 
 PLAN_VERSION = 1
-FRAMEWORK_CHOICES = ("any", "torch", "tensorflow", "keras")
+FRAMEWORK_CHOICES = ("any",) + vocabulary().plan_frameworks()
 STATUS_PENALTY = {"maintained": 0, "preview": 5, "paused": 25, "unmaintained": 30, "retired": 1000}
 MATURITY = {"maintained": 0, "preview": 1, "paused": 2, "unmaintained": 3, "retired": 9}
 UNOFFICIAL_PENALTY = 10
@@ -46,13 +46,15 @@ def score(recipe: Dict[str, Any], verdict: Verdict) -> int:
 # --------------------------------------------------------------------------- install details
 
 
-def _index_bases(kb: Knowledge, index_urls: Optional[Dict[str, str]]) -> Dict[str, Dict[str, Any]]:
+def _index_bases(
+    kb: Knowledge, index_urls: Optional[Mapping[str, str]], env: Mapping[str, str]
+) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, Any]] = {}
     for row in (kb.get("indexes") or {}).get("indexes", []):
         url = (index_urls or {}).get(row["id"])
         origin = "index_urls"
         if url is None and row.get("env"):
-            url = os.environ.get(row["env"]) or None
+            url = env.get(row["env"]) or None
             origin = str(row["env"])
         if url is not None:
             url = check_url(url, origin)
@@ -160,14 +162,17 @@ def make_plan(
     framework: str = "any",
     python: Optional[str] = None,
     index_urls: Optional[Dict[str, str]] = None,
+    env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """The plan for one scan report (`mlprobe scan --json`). `python` ("3.11") overrides the target
-    interpreter; `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and the environment."""
+    interpreter; `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the
+    environment variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the
+    planner itself never reads the process environment."""
     if framework not in FRAMEWORK_CHOICES:
         raise ValueError(f"framework must be one of {FRAMEWORK_CHOICES}")
     kb = knowledge()
     ctx = derive_facts(report, kb, python)
-    bases = _index_bases(kb, index_urls)
+    bases = _index_bases(kb, index_urls, env or {})
     recipes = load_recipes()
     recommended: List[Dict[str, Any]] = []
     rejected: List[Dict[str, Any]] = []
@@ -223,7 +228,7 @@ def make_plan(
     recommended.sort(key=lambda e: (-e["score"], MATURITY.get(e["status"], 5), e["recipe"]))
     rejected.sort(key=lambda e: (e["status"] == "retired", e["framework"], e["recipe"]))
     top = {}
-    for fw in ("torch", "tensorflow", "keras"):
+    for fw in vocabulary().plan_frameworks():
         if framework in ("any", fw):
             hit = next((e for e in recommended if fw in provides(find_recipe(e["recipe"]))), None)
             top[fw] = hit["recipe"] if hit else None

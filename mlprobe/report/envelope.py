@@ -84,7 +84,7 @@ def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
     if not callable(make_plan):
         return {"available": False, "note": "no plan: mlprobe.plan has no make_plan()"}
     try:
-        result = make_plan(copy.deepcopy(scan_report), framework="any")
+        result = make_plan(copy.deepcopy(scan_report), framework="any", env=os.environ)
     except Exception as exc:  # a planner bug must not cost the whole report
         return {"available": False, "note": f"no plan: make_plan failed ({type(exc).__name__}: {exc})"}
     out = plain(result)
