@@ -22,8 +22,8 @@ from typing import List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mlprobe.facts import GpuFacts  # noqa: E402
-from mlprobe.scan import _combine, _same_gpu, merge_gpus  # noqa: E402
+from mlprobe.model.facts import GpuFacts
+from mlprobe.scan.run import _combine, _same_gpu, merge_gpus
 
 
 def pairwise_merge(observations: List[Tuple[str, List[GpuFacts]]]) -> List[GpuFacts]:

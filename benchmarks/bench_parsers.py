@@ -22,12 +22,12 @@ from typing import Callable, Dict, List, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mlprobe.capture import decode  # noqa: E402
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError  # noqa: E402
-from mlprobe.host import ReplayHost  # noqa: E402
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import cpu, nvidia, opencl  # noqa: E402
 from mlprobe.probes.cpu_ports import detect_port  # noqa: E402
-from mlprobe.scan import scan  # noqa: E402
+from mlprobe.scan.run import scan
 
 FIXTURES = ROOT / "fixtures"
 

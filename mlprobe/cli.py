@@ -79,7 +79,7 @@ def _early_prefetch(argv: List[str]) -> None:
     """`mlprobe scan` on this machine: start the OpenCL child process before anything else is
     imported, since enumerating OpenCL is the slowest capture and everything else hides behind it."""
     if len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv):
-        from ._early import start_opencl_child
+        from .scan.live._early import start_opencl_child
 
         start_opencl_child()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from mlprobe.host import Capture
+from mlprobe.scan.capture import Capture
 
 
 class DictHost:

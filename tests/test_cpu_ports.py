@@ -6,18 +6,17 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe import kb
-from mlprobe.capture import decode
-from mlprobe.conditions import evaluate
+from mlprobe.model import knowledge as kb
+from mlprobe.scan.capture import decode
+from mlprobe.plan.conditions import evaluate
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
-from mlprobe.plan import make_plan
+from mlprobe.scan.host import ReplayHost
+from mlprobe.plan.planner import make_plan
 from mlprobe.probes import cpu, cpu_ports
 from mlprobe.recipes import knowledge
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
 

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.cli import main
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.report.diff import DiffInputError, Side, diff_document, diff_sides, load_side, render_table
 from mlprobe.report.envelope import ReportOptions, build_report
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
 from .fuzz import mutated

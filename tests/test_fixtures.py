@@ -7,8 +7,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mlprobe.host import ReplayHost
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.host import ReplayHost
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import fixture_dirs, ground_truth
 from .matching import mismatches

@@ -60,8 +60,8 @@ def _bus(i: int) -> str:
 
 
 def test_merge_pairs_many_gpus_by_bus_id_in_any_order() -> None:
-    from mlprobe.facts import GpuFacts
-    from mlprobe.scan import merge_gpus
+    from mlprobe.model.facts import GpuFacts
+    from mlprobe.scan.run import merge_gpus
 
     n = 600
     smi = [GpuFacts(vendor="nvidia", name="NVIDIA A100", pci_bus_id=_bus(i), uuid=f"GPU-{i:08x}",
@@ -75,7 +75,7 @@ def test_merge_pairs_many_gpus_by_bus_id_in_any_order() -> None:
 
 
 def test_an_absurd_number_of_gpus_is_capped_with_a_warning(tmp_path: Path) -> None:
-    from mlprobe.scan import MAX_GPUS_PER_SOURCE
+    from mlprobe.scan.run import MAX_GPUS_PER_SOURCE
 
     lines = "".join(f"{_bus(i)} VGA compatible controller [0300]: NVIDIA Corporation GA102 [GeForce RTX 3090] "
                     "[10de:2204] (rev a1)\n" for i in range(MAX_GPUS_PER_SOURCE + 50))

@@ -7,12 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from mlprobe import kb
-from mlprobe.probes import nvidia as nv
-from mlprobe.probes import opencl, rocm
+from mlprobe.model import knowledge as kb
+from mlprobe.probes import nvidia as nv, opencl, rocm
 
 NAME_ROWS = kb.rows("nvidia_gpus", "compute_capability_by_name")
 
@@ -173,7 +171,7 @@ def test_architecture_and_codename_lookups_take_any_text(text: str) -> None:
 
 
 def test_amd_codename_and_gfx_names() -> None:
-    from mlprobe.facts import OpenClDevice, OpenClPlatform
+    from mlprobe.model.facts import OpenClDevice, OpenClPlatform
 
     plat = OpenClPlatform(name="AMD Accelerated Parallel Processing", vendor="Advanced Micro Devices, Inc.")
     tonga = OpenClDevice(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mlprobe.host import LiveHost
-from mlprobe.scan import scan
+from mlprobe.scan.host import LiveHost
+from mlprobe.scan.run import scan
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fake tools are POSIX shell scripts")
 
@@ -122,9 +122,9 @@ def test_absent_tools_cost_no_subprocess_in_a_whole_scan(tmp_path: Path, monkeyp
 def test_opencl_fast_child_crash_falls_back_to_full_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scan loads only pyopencl's binding; if that child dies of a signal, it asks once more
     through `import pyopencl`."""
-    from mlprobe import _early
-    from mlprobe.capture import spec
-    from mlprobe.probes import opencl
+    from mlprobe.scan.live import _early
+    from mlprobe.scan.capture import spec
+    from mlprobe.scan.live import opencl
 
     real_spawn = _early.spawn
     calls = []

@@ -11,8 +11,7 @@ from typing import Iterator, List
 
 import pytest
 import requests
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
 from mlprobe.install.index import (

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Dict, Iterator
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from mlprobe.errors import MlprobeError, ParseError
 from mlprobe.install import activate

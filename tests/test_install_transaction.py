@@ -409,7 +409,7 @@ def test_without_apply_nothing_is_written(work: Path, index: LocalIndex) -> None
 
 def test_without_apply_real_plan_writes_nothing(work: Path) -> None:
     """The whole command on this machine (scan, plan, pip's configured sources, dry run)."""
-    pytest.importorskip("mlprobe.plan")
+    pytest.importorskip("mlprobe.plan.planner")
     home = work / "home"
     home.mkdir()
     env = _fresh_home_env(work, home)

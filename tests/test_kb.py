@@ -1,4 +1,4 @@
-"""mlprobe.kb: one loader for the knowledge tables, one home for each fact, and the lookups the
+"""mlprobe.model.knowledge: one loader for the knowledge tables, one home for each fact, and the lookups the
 probes and the rules share (driver -> CUDA, NVIDIA product name -> row)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from mlprobe import kb
+from mlprobe.model import knowledge as kb
 from mlprobe.probes import nvidia as nv
 from mlprobe.recipes import knowledge
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mlprobe import _early
-from mlprobe.probes.opencl_child import icd_vendors_dir
+from mlprobe.scan.live import _early
+from mlprobe.scan.live.opencl_child import icd_vendors_dir
 
 
 def _bundled_pocl() -> str:

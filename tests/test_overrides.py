@@ -57,8 +57,8 @@ def test_json_renderings_carry_the_overrides(tmp_path: Path) -> None:
 
 def test_the_environment_overrides_a_live_style_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLPROBE_OVERRIDE_PYTHON_VERSION", "3.8")
-    from mlprobe.host import LiveHost
-    from mlprobe.scan import facts_to_report, scan
+    from mlprobe.scan.host import LiveHost
+    from mlprobe.scan.run import facts_to_report, scan
 
     rep = facts_to_report(scan(LiveHost(), only=["python"]))
     assert rep["python"]["version"] == "3.8" and rep["overrides"]["MLPROBE_OVERRIDE_PYTHON_VERSION"] == "3.8"
@@ -92,8 +92,8 @@ def test_invalid_overrides_are_errors(tmp_path: Path, monkeypatch: pytest.Monkey
     assert name in err
     monkeypatch.setenv(name, value)  # this machine's environment
     from mlprobe.errors import MlprobeError
-    from mlprobe.host import LiveHost
-    from mlprobe.scan import scan
+    from mlprobe.scan.host import LiveHost
+    from mlprobe.scan.run import scan
 
     with pytest.raises(MlprobeError) as info:
         scan(LiveHost(), only=["python"])

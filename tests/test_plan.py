@@ -13,10 +13,10 @@ from typing import Any, Dict
 
 import pytest
 
-from mlprobe.host import LiveHost, ReplayHost
-from mlprobe.plan import make_plan, why_not
+from mlprobe.scan.host import LiveHost, ReplayHost
+from mlprobe.plan.planner import make_plan, why_not
 from mlprobe.recipes import load_recipes
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES, ROOT, fixture_dirs, ground_truth
 from .matching import mismatches
@@ -321,13 +321,17 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
 
 
 def test_mirror_from_the_environment_replaces_pytorchs_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MLPROBE_PYTORCH_INDEX_URL", "http://127.0.0.1:8080/whl/")
+    """The caller reads the environment and hands it to the planner (the planner never reads it)."""
+    monkeypatch.setenv("MLPROBE_PYTORCH_INDEX_URL", "http://127.0.0.1:9/whl")
     plan = make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch")
+    assert plan["recommended"][0]["index_url"].startswith("https://download.pytorch.org/whl/")
+    env = {"MLPROBE_PYTORCH_INDEX_URL": "http://127.0.0.1:8080/whl/"}
+    plan = make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch", env=env)
     top = plan["recommended"][0]
     assert top["recipe"] == "torch-cuda" and top["index_url"] == f"http://127.0.0.1:8080/whl/{top['index']}"
-    monkeypatch.setenv("MLPROBE_PYTORCH_INDEX_URL", "ftp://mirror.example/whl")
+    env = {"MLPROBE_PYTORCH_INDEX_URL": "ftp://mirror.example/whl"}
     from mlprobe.errors import MlprobeError
 
     with pytest.raises(MlprobeError) as e:
-        make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch")
+        make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch", env=env)
     assert e.value.ref == "E517" and "MLPROBE_PYTORCH_INDEX_URL" in e.value.what

@@ -6,12 +6,11 @@ import json
 from typing import Any, List, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import apple
 from mlprobe.probes.apple import parse_system_profiler_json, parse_system_profiler_text
 

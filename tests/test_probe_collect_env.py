@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import collect_env as ce
 
 from .fuzz import mutated

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
 from mlprobe.probes import cpu
 

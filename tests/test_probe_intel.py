@@ -8,16 +8,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
-from mlprobe.facts import OpenClDevice, OpenClPlatform
-from mlprobe.host import ReplayHost
+from mlprobe.model.facts import OpenClDevice, OpenClPlatform
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import intel
 from mlprobe.probes.intel import DrmCard, intel_gpu_info, parse_drm_drivers
 from mlprobe.probes.opencl import gpu_from_device
-from mlprobe.scan import merge_gpus
+from mlprobe.scan.run import merge_gpus
 
 from .conftest import FIXTURES
 from .fuzz import mutated

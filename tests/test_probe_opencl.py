@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.facts import OpenClDevice, OpenClPlatform
-from mlprobe.host import ReplayHost
+from mlprobe.model.facts import OpenClDevice, OpenClPlatform
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import opencl
 from mlprobe.probes.opencl import gpu_from_device, is_gpu_device, parse_clinfo, parse_clinfo_json
 

@@ -7,9 +7,9 @@ from typing import Any, Dict
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import pci, rocm
 
 from .conftest import FIXTURES

@@ -7,11 +7,11 @@ from typing import Any, Dict, Optional
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import rocm
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
 from .fuzz import mutated

@@ -7,13 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe.capture import decode
+from mlprobe.scan.capture import decode
 from mlprobe.errors import ParseError
-from mlprobe.facts import UsbAccelerator
-from mlprobe.host import ReplayHost
+from mlprobe.model.facts import UsbAccelerator
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import usb
 from mlprobe.probes.usb import UsbDevice, accelerators, parse_lsusb
 

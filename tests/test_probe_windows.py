@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Callable, List, Tuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import windows as win
 
 from .fuzz import mutated

@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import jsonschema
 import pytest
 
-from mlprobe import rules
+from mlprobe.plan import rules
 from mlprobe.recipes import (
     KNOWLEDGE_DIR,
     RECIPES_DIR,
@@ -21,7 +21,11 @@ from mlprobe.recipes import (
     find_recipe,
     knowledge,
     load_recipes,
+    recipe_schema,
 )
+from mlprobe.model.vocabulary import vocabulary
+
+from .conftest import FIXTURES
 
 RECIPE_FILES = sorted(p for p in RECIPES_DIR.glob("*.json") if p.name != SCHEMA_FILE.name)
 KNOWLEDGE_FILES = sorted(KNOWLEDGE_DIR.glob("*.json"))
@@ -79,7 +83,7 @@ def test_a_row_without_a_source_fails_the_check() -> None:
 
 @pytest.fixture(scope="module")
 def schema() -> Dict[str, Any]:
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return recipe_schema()
 
 
 def test_schema_is_valid(schema: Dict[str, Any]) -> None:
@@ -114,22 +118,7 @@ def test_recipe_references_resolve(path: Path) -> None:
         if "test" in cond:
             assert cond["test"] in rules.TESTS, f"unknown test {cond['test']}"
         if "fact" in cond and not cond["fact"].startswith("row."):
-            top = cond["fact"].split(".")[0]
-            assert top in (
-                "os",
-                "cpu",
-                "python",
-                "nvidia",
-                "amd",
-                "intel",
-                "apple",
-                "metal",
-                "directml",
-                "opencl",
-                "frameworks",
-                "usb",
-                "gpus",
-            ), cond["fact"]
+            assert vocabulary().is_fact(cond["fact"]), cond["fact"]
         if "fact" in cond and cond["fact"] != "-" and "because" in cond and cond["because"] != "-":
             assert len(cond["because"]) > 12, f"say why in a sentence: {cond}"
     spec = doc.get("variants")
@@ -249,3 +238,49 @@ def test_catalog_covers_the_issue() -> None:
 def test_runtime_check_rejects_broken_recipes(bad: Dict[str, Any], why: str) -> None:
     with pytest.raises(RecipeError, match=why):
         check_recipe(bad)
+
+
+def _recipe(**changes: Any) -> Dict[str, Any]:
+    doc = json.loads((RECIPES_DIR / "torch-cuda.json").read_text(encoding="utf-8"))
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"framework": "torchh"}, "framework 'torchh' is not in the registry"),
+    ({"backend": "cudaa"}, "backend 'cudaa'"),
+    ({"provides": ["neon"]}, "provides 'neon'"),
+    ({"conditions": {"all": [{"fact": "nvidia.cnt", "gte": 1, "because": "no NVIDIA GPU was found"}]}},
+     "unknown fact 'nvidia.cnt'"),
+    ({"conditions": {"all": [{"test": "cuda_driver_run"}]}}, "unknown test 'cuda_driver_run'"),
+    ({"warn_if": [{"when": {"fact": "nvidia.mig", "equals": True, "because": "-"},
+                   "text": "{nvidia.cuont} GPUs"}]}, "{nvidia.cuont} names no fact"),
+])
+def test_a_recipe_naming_an_unknown_name_fails_when_recipes_load(changes: Dict[str, Any], words: str) -> None:
+    with pytest.raises(RecipeError) as e:
+        check_recipe(_recipe(**changes), "torch-cuda.json")
+    assert words in str(e.value)
+
+
+def test_the_shipped_recipes_pass_the_load_check() -> None:
+    for path in RECIPE_FILES:
+        check_recipe(json.loads(path.read_text(encoding="utf-8")), path.name)
+
+
+def test_every_fact_of_the_vocabulary_is_in_a_derived_context() -> None:
+    """The registry's fact list and the rules context agree, both ways, with the declared types."""
+    from mlprobe.plan.context import derive_facts
+
+    types = {"str": str, "int": int, "bool": bool, "list": list, "dict": dict}
+    voc = vocabulary()
+    for folder in [FIXTURES / "linux-nvidia-h200-mlprobe-capture", FIXTURES / "darwin-apple-m4-max-sysctl"]:
+        from tests.golden_cases import expected
+
+        ctx = derive_facts(expected("scan", folder.name)["output"], knowledge())
+        paths = {f"{k}.{k2}" for k, v in ctx.items() if isinstance(v, dict) and k != "frameworks" for k2 in v}
+        paths |= {k for k, v in ctx.items() if not isinstance(v, dict) or k == "frameworks"}
+        assert paths == set(voc.facts), paths ^ set(voc.facts)
+        for path, typ in voc.facts.items():
+            head, _, tail = path.partition(".")
+            value = ctx[head][tail] if tail else ctx[head]
+            assert value is None and typ.endswith("?") or isinstance(value, types[typ.rstrip("?")]), (path, value)

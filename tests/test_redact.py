@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe.capture import SPECS
+from mlprobe.scan.capture import SPECS
 from mlprobe.report.patterns import is_secret_name, looks_secret, mode_for, protected_values, text_of
 from mlprobe.report.redact import Redactor
 

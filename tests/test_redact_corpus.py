@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape as xml_escape
 
 import pytest
 
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.report.envelope import ReportOptions, build_report
 from mlprobe.report.markdown import render_markdown
 

@@ -14,9 +14,9 @@ from typing import Any, Dict
 
 import pytest
 
-from mlprobe.capture import SPECS
-from mlprobe.host import ReplayHost
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.capture import SPECS
+from mlprobe.scan.host import ReplayHost
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
 from .test_cli_errors import run, user_error
@@ -195,7 +195,7 @@ def test_diff_of_a_fifo_does_not_hang(tmp_path: Path) -> None:
 
 
 def test_live_file_captures_never_block_on_a_fifo_or_read_a_device(tmp_path: Path) -> None:
-    from mlprobe.host import LiveHost
+    from mlprobe.scan.host import LiveHost
 
     os.mkfifo(tmp_path / "fifo")
     host = LiveHost()

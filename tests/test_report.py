@@ -18,10 +18,10 @@ import pytest
 
 from mlprobe import __version__
 from mlprobe.cli import main
-from mlprobe.host import LiveHost, ReplayHost
+from mlprobe.scan.host import LiveHost, ReplayHost
 from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, build_report, collect_bundle, report_schema
 from mlprobe.report.markdown import render_markdown
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES, fixture_dirs
 from .test_redact import SYNTHETIC, planted
@@ -174,9 +174,9 @@ def test_binary_captures_travel_as_base64_when_not_redacted(tmp_path: Path) -> N
 
 
 def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mlprobe.plan as plan_mod
+    import mlprobe.plan.planner as plan_mod
 
-    def boom(report: Dict[str, Any], framework: str = "any") -> Dict[str, Any]:
+    def boom(report: Dict[str, Any], framework: str = "any", **kwargs: Any) -> Dict[str, Any]:
         raise RuntimeError("planner exploded")
 
     monkeypatch.setattr(plan_mod, "make_plan", boom)
@@ -187,7 +187,7 @@ def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_missing_planner_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "mlprobe.plan", None)  # import fails
+    monkeypatch.setitem(sys.modules, "mlprobe.plan.planner", None)  # import fails
     doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
     assert doc["plan"] == {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
 

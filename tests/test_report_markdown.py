@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from mlprobe.host import ReplayHost
+from mlprobe.scan.host import ReplayHost
 from mlprobe.report.envelope import ReportOptions, build_report
 from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks, render_markdown
 

@@ -8,12 +8,11 @@ import copy
 from typing import Any, Dict, List, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlprobe.plan import make_plan
+from mlprobe.plan.planner import make_plan
 from mlprobe.recipes import find_recipe, knowledge
-from mlprobe.rules import (
+from mlprobe.plan.rules import (
     arch_coverage,
     cuda_ceiling,
     derive_facts,
@@ -201,7 +200,7 @@ def test_fast_specifier_path_agrees_with_packaging(clauses: List[Any], value: st
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import Version
 
-    from mlprobe.conditions import spec_contains
+    from mlprobe.plan.conditions import spec_contains
 
     spec = ",".join(
         f"{op}{v}" + (".*" if star and op in ("==", "!=") and i == 0 else "")

@@ -11,8 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mlprobe.host import LiveHost, ReplayHost, write_bundle
-from mlprobe.scan import facts_to_report, scan
+from mlprobe.scan.host import LiveHost, ReplayHost, write_bundle
+from mlprobe.scan.run import facts_to_report, scan
 
 LINUX = sys.platform.startswith("linux")
 

@@ -16,7 +16,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..host import shared_live_host, write_bundle
+    from ..scan.host import shared_live_host, write_bundle
 
     folder = Path(args.dir)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):

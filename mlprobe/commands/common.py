@@ -8,7 +8,8 @@ import sys
 from typing import Any, Dict, Optional
 
 from ..errors import EXIT_USAGE, MlprobeError
-from ..host import BundleError, Host, open_replay, shared_live_host
+from ..scan.capture import BundleError, Host
+from ..scan.host import open_replay, shared_live_host
 
 
 def add_replay(p: argparse.ArgumentParser) -> None:
@@ -36,7 +37,7 @@ def scan_host(host: Host) -> Any:
     """scan(host), with a progress line on a terminal that names the captures still running (a tool
     waiting on its timeout), and the probes' timings on stderr with --verbose."""
     from .. import ui
-    from ..scan import scan
+    from ..scan.run import scan
 
     def waiting() -> str:
         pending = getattr(host, "pending", None)

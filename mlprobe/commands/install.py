@@ -4,8 +4,10 @@ them into a virtual environment, transactionally, then verifies."""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from ..model.vocabulary import vocabulary
 from .common import add_replay, seconds
 
 SOURCES_HELP = """\
@@ -45,7 +47,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "installing. With --apply: install into a virtual environment (restored or removed "
                     "if anything fails), write the recipe's env vars into its activate scripts, then verify.",
         epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--framework", choices=["any", "torch", "tensorflow", "keras"], default="any",
+    p.add_argument("--framework", choices=("any",) + vocabulary().plan_frameworks(), default="any",
                    help="which framework the recommendation is for (default: any)")
     p.add_argument("--recipe", metavar="ID", help="a recipe from `mlprobe plan` instead of the first one")
     p.add_argument("--recipe-file", metavar="FILE", type=Path,
@@ -130,18 +132,18 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             raise MlprobeError(f"{args.recipe_file} is not a recipe", why="expected a JSON object",
                                next_step="see `mlprobe install --help`", ref="E513", exit_code=EXIT_USAGE)
         return doc, None, False
-    from ..scan import facts_to_report, scan
+    from ..scan.run import facts_to_report, scan
     from .common import host_source, make_host
 
     host = make_host(args)
     report = facts_to_report(scan(host), host_source(host, args))
     try:
-        from ..plan import make_plan
+        from ..plan.planner import make_plan
     except ImportError as exc:
         raise MlprobeError("this mlprobe has no planner", why=str(exc),
                            next_step="pass a recipe with --recipe-file FILE", ref="E513",
                            exit_code=EXIT_USAGE) from None
-    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python))
+    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
 
 
@@ -160,7 +162,8 @@ def _recover_all(args: argparse.Namespace) -> int:
     import sys
 
     from ..errors import EXIT_OK
-    from ..install.guard import TargetLock, pending_targets, recover
+    from ..install.guard import TargetLock, pending_targets
+    from ..install.transaction import recover
     from .common import print_json
 
     wanted = None
@@ -197,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
-    from ..install.guard import TargetLock, check_location, recover
+    from ..install.guard import TargetLock, check_location
+    from ..install.transaction import recover
     from ..install.steps import build_plan
 
     if args.recover:

@@ -4,10 +4,12 @@ and whether what is installed can use the hardware. `--json` for machines, `--wh
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
 from ..errors import EXIT_USAGE, MlprobeError
+from ..model.vocabulary import vocabulary
 from .common import add_replay, host_source, make_host, print_json, scan_host
 
 
@@ -18,7 +20,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_replay(p)
     p.add_argument(
         "--framework",
-        choices=("torch", "tensorflow", "keras", "any"),
+        choices=vocabulary().plan_frameworks() + ("any",),
         default="any",
         help="plan for one framework (default: any)",
     )
@@ -38,12 +40,12 @@ def run(args: argparse.Namespace) -> int:
             ref="E201",
             exit_code=EXIT_USAGE,
         )
-    from ..plan import explain_variants, make_plan, why_not
-    from ..scan import facts_to_report
+    from ..plan.planner import explain_variants, make_plan, why_not
+    from ..scan.run import facts_to_report
 
     host = make_host(args)
     report = facts_to_report(scan_host(host), host_source(host, args))
-    plan = make_plan(report, framework=args.framework, python=args.python)
+    plan = make_plan(report, framework=args.framework, python=args.python, env=os.environ)
     plan["source"] = report.get("source")
     if args.why_not:
         try:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     )
     host = make_host(args)
     if host.kind == "live":
-        from ..host import shared_live_host
+        from ..scan.host import shared_live_host
 
         shared_live_host().prefetch(["mlprobe-opencl.json"])
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,

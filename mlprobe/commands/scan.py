@@ -15,7 +15,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scan import facts_to_report
+    from ..scan.run import facts_to_report
 
     host = make_host(args)
     facts = scan_host(host)

@@ -25,12 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
         doc = report_schema()
     else:
-        import os
+        from ..recipes import recipe_schema
 
-        from .. import recipes
-
-        path = os.path.join(os.path.dirname(os.path.abspath(recipes.__file__)), "recipe.schema.json")
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = recipe_schema()
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     return 0

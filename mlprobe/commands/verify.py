@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..model.vocabulary import vocabulary
 from .common import device, print_json, seconds
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("verify", help="prove (or disprove) that a framework really uses the accelerator")
-    p.add_argument("--framework", default="any", choices=["any", "torch", "tensorflow", "keras", "plaidml"],
+    p.add_argument("--framework", default="any", choices=("any",) + vocabulary().verify_choices(),
                    help="framework to verify (default: every one installed in the target python; "
                         "keras = plaidml-keras where installed, else TensorFlow)")
     p.add_argument("--device", metavar="DEVICE", type=device,

@@ -41,8 +41,6 @@ from .venv import (
 
 IMPORT_CHECK_TIMEOUT_S = 600.0
 VENV_TIMEOUT_S = 300.0
-VERIFY_FRAMEWORKS = {"torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "keras": "keras",
-                     "plaidml": "plaidml", "plaidml-keras": "keras"}
 
 
 class Progress:
@@ -485,7 +483,10 @@ def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) ->
 
 
 def _verify_framework(plan: InstallPlan) -> Optional[str]:
-    return VERIFY_FRAMEWORKS.get((plan.verify_framework or plan.framework or "").lower())
+    from ..model.vocabulary import vocabulary
+
+    fw = vocabulary().framework(plan.verify_framework or plan.framework)
+    return fw.verify if fw is not None else None
 
 
 def _diagnose(failure: Failure, pre: Preflight) -> Failure:

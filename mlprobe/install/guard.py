@@ -186,32 +186,5 @@ def all_journals() -> Iterator[Dict[str, Any]]:
             yield doc
 
 
-def recover(target: str, say: Any = None) -> Optional[str]:
-    """Roll back an install of `target` that died mid-way (the caller holds the target's lock, so
-    its owner is gone). Returns what was done, or None when there was nothing to recover."""
-    doc = read_journal(target)
-    if doc is None:
-        return None
-    if doc.get("broken") or doc.get("journal_version") != JOURNAL_VERSION:
-        raise MlprobeError(f"an interrupted install of {target} left a journal mlprobe cannot read",
-                           why=str(journal_path(target)),
-                           next_step="check the environment by hand (or recreate it), then delete that file",
-                           ref="E511", exit_code=EXIT_FAILURE)
-    from .proc import Transcript
-    from .transaction import Transaction
-
-    if say:
-        say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
-    txn = Transaction.from_journal(doc, Transcript(None))
-    report = txn.rollback()
-    if not report.ok:
-        raise MlprobeError(f"an interrupted install of {target} could not be rolled back",
-                           why=report.summary(),
-                           next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
-                           ref="E511", exit_code=EXIT_FAILURE)
-    drop_journal(target)
-    return f"rolled back an interrupted install of {target}: {report.summary()}"
-
-
 def pending_targets() -> List[str]:
     return [str(d["target"]) for d in all_journals()]

@@ -18,16 +18,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..model.vocabulary import vocabulary
 from ..urls import check_file_url_exists, check_url
 from .backends import Sources, default_index_url
 
-# The module a framework is imported as, for the import check after installing.
-FRAMEWORK_IMPORTS = {
-    "torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "keras": "keras",
-    "jax": "jax", "mlx": "mlx.core", "plaidml": "plaidml", "plaidml-keras": "plaidml.keras",
-    "torch-directml": "torch_directml", "tensorflow-directml": "tensorflow",
-    "onnxruntime": "onnxruntime", "openvino": "openvino",
-}
 
 
 @dataclass
@@ -270,8 +264,9 @@ def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
     framework = rec.get("framework")
     verify: Dict[str, Any] = rec["verify"] if isinstance(rec.get("verify"), dict) else {}
     imports = [str(i) for i in _as_list(rec.get("imports"))]
-    if not imports and isinstance(framework, str) and framework.lower() in FRAMEWORK_IMPORTS:
-        imports = [FRAMEWORK_IMPORTS[framework.lower()]]
+    known = vocabulary().framework(framework) if isinstance(framework, str) else None
+    if not imports and known is not None:
+        imports = [known.import_name]
     shims, env_extra_cmds = [], []
     for st in _as_list(rec.get("steps")):
         if isinstance(st, dict) and st.get("shim"):

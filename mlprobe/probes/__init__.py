@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable, List, Tuple
 
-from ..facts import Contribution
+from ..model.facts import Contribution
 
 # (probe name, module). Modules are imported lazily, inside the scan's worker threads.
 PROBES: List[Tuple[str, str]] = [

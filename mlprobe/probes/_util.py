@@ -9,8 +9,8 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..errors import ParseError
-from ..facts import Contribution
-from ..host import Capture, Host
+from ..model.facts import Contribution
+from ..scan.capture import Capture, Host
 
 T = TypeVar("T")
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts
-from ..host import Host
-from ..vendors import hex_id, vendor_from_pci, vendor_from_text
+from ..model.facts import Contribution, GpuFacts
+from ..scan.capture import Host
+from ..model.vendors import hex_id, vendor_from_pci, vendor_from_text
 from ._util import clean_text, first_parsed, load_json, nothing_read
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT])i?B\b", re.I)

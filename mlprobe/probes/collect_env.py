@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
-from ..host import Host
-from ..vendors import vendor_from_text
+from ..model.facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
+from ..scan.capture import Host
+from ..model.vendors import vendor_from_text
 from . import frameworks as fw
 from ._util import clean_text, single_capture
 from .cpu import X86_VENDORS, cpu_from_lscpu, parse_lscpu, x86_64_level

@@ -12,8 +12,8 @@ import re
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..errors import ParseError
-from ..facts import Contribution, CpuFacts
-from ..host import Host
+from ..model.facts import Contribution, CpuFacts
+from ..scan.capture import Host
 from ._util import key_values, nothing_read, parse_capture
 
 X86_LEVELS: Tuple[Tuple[int, Tuple[str, ...]], ...] = (

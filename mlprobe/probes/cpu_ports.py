@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import kb
-from ..facts import CoreType, CpuFacts
+from ..model import knowledge as kb
+from ..model.facts import CoreType, CpuFacts
 
 
 def detect_port(blocks: List[Dict[str, str]]) -> Optional[str]:

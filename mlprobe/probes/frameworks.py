@@ -4,13 +4,12 @@ mlprobe-frameworks.json or pip-list.txt (replay). Build flavour from the version
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Dict, List, Optional
 
 from ..errors import ParseError
-from ..facts import Contribution, FrameworkFacts
-from ..host import Host
+from ..model.facts import Contribution, FrameworkFacts
+from ..scan.capture import Host
 from ._util import first_parsed, load_json, nothing_read
 
 FRAMEWORKS = (
@@ -65,30 +64,6 @@ def flavour(name: str, version: Optional[str], cuda: Optional[str] = None, hip: 
     if name == "jaxlib" and local:
         return local
     return None
-
-
-def live_inventory() -> List[Dict[str, Any]]:
-    """Scan sys.path for the dist-info of known frameworks (a directory listing each, no imports)."""
-    from ._util import sys_path_listing
-
-    found: Dict[str, Dict[str, Any]] = {}
-    for entry, fn in sys_path_listing():
-        m = _DIST_RE.match(fn)
-        if not m:
-            continue
-        name = normalise(m.group("name"))
-        if name not in _WANTED or name in found:
-            continue
-        rec: Dict[str, Any] = {"name": name, "version": m.group("version"), "location": entry}
-        if name == "torch":
-            try:
-                with open(os.path.join(entry, "torch", "version.py"), encoding="utf-8") as fh:
-                    rec.update({k: v for k, v in parse_torch_version_py(fh.read()).items()
-                                if k in ("cuda", "hip")})
-            except OSError:
-                pass
-        found[name] = rec
-    return [found[n] for n in FRAMEWORKS if n in found]
 
 
 def parse_frameworks_json(text: str) -> List[Dict[str, Any]]:

@@ -14,11 +14,11 @@ import re
 from functools import lru_cache
 from typing import Any, Dict, List, NamedTuple, Optional, Union
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts
-from ..host import Host
-from ..vendors import hex_id, normalise_bus_id
+from ..model.facts import Contribution, GpuFacts
+from ..scan.capture import Host
+from ..model.vendors import hex_id, normalise_bus_id
 from ._util import single_capture
 
 INTEL_VENDOR_ID = "0x8086"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..facts import Contribution, MemoryFacts
-from ..host import Host
+from ..model.facts import Contribution, MemoryFacts
+from ..scan.capture import Host
 
 
 def probe(host: Host) -> Contribution:

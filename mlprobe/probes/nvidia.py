@@ -19,11 +19,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts
-from ..host import Host
-from ..vendors import normalise_bus_id
+from ..model.facts import Contribution, GpuFacts
+from ..scan.capture import Host
+from ..model.vendors import normalise_bus_id
 from ._util import clean_text, nothing_read, parse_capture
 
 SOURCE = "nvidia"
@@ -722,7 +722,7 @@ def probe(host: Host) -> Contribution:
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
     if system is None and windows:
         # A bundle without host.json: WDDM/TCC/MCDM driver models exist only on Windows.
-        from ..facts import OsFacts
+        from ..model.facts import OsFacts
 
         out.os = OsFacts(system="Windows")
     if driver or cuda:

@@ -3,60 +3,14 @@ clinfo.json or clinfo.txt. A CPU device (PoCL) is not a GPU; a GPU device become
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..capture import CaptureSpec
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
-from ..host import Capture, Host
-from ..vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
+from ..model.facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
+from ..scan.capture import Host
+from ..model.vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
 from ._util import ANSI, first_parsed, load_json, nothing_read
-
-CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.py")
-
-
-def live_capture(host: Any, s: CaptureSpec) -> Capture:
-    """Enumerate through pyopencl in a child process, so a hanging driver costs one probe."""
-    from .. import _early
-    from ..host import communicate_or_kill
-
-    proc0 = _early.take()
-    full = False
-    while True:
-        try:
-            if proc0 is None:
-                proc0 = _early.spawn(full_import=full)
-            try:
-                stdout, stderr = communicate_or_kill(proc0, s.timeout)
-            except subprocess.TimeoutExpired:
-                return Capture(s.name, "timeout",
-                               error=f"OpenCL enumeration did not finish within {s.timeout:g} s")
-        except OSError as exc:
-            return Capture(s.name, "error", error=f"could not start the OpenCL child: {exc}")
-        returncode = proc0.returncode
-        # The fast child loads only pyopencl's binding; should that ever crash where the full
-        # package works, ask once more the ordinary way.
-        if returncode is not None and returncode < 0 and not full and \
-                os.environ.get("MLPROBE_OPENCL_IMPORT") != "full":
-            full, proc0 = True, None
-            continue
-        break
-    proc = subprocess.CompletedProcess([CHILD], returncode, stdout, stderr)
-    if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        return Capture(s.name, "error", error=f"OpenCL child exited with status {proc.returncode}: {tail[0]}")
-    try:
-        doc = json.loads(proc.stdout.decode(errors="replace"))
-    except ValueError:
-        return Capture(s.name, "error", error="OpenCL child printed no JSON")
-    if doc.get("absent"):
-        return Capture(s.name, "absent", error=doc.get("error"))
-    return Capture(s.name, "ok", data=proc.stdout)
-
 
 def _to_int(v: Any) -> Optional[int]:
     if isinstance(v, bool):
@@ -424,7 +378,7 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
 def _amd_product(gfx: str) -> Optional[str]:
     """A product name for a bare gfx target (no `Board name`): the one name amd_gfx.json gives it,
     when only one product has that target."""
-    from .. import kb
+    from ..model import knowledge as kb
 
     names = {str(r.get("name")) for r in kb.rows("amd_gfx") if r.get("gfx_target") == gfx and r.get("name")}
     return names.pop() if len(names) == 1 else None
@@ -433,7 +387,7 @@ def _amd_product(gfx: str) -> Optional[str]:
 def _amd_codename_gfx(name: str) -> Optional[str]:
     """AMD's pre-ROCm OpenCL (APP SDK/Catalyst/Adrenalin PAL) names GCN devices by chip codename
     ("Tonga", "Ellesmere", "Spectre"): the gfx target from knowledge/amd_opencl_names.json."""
-    from .. import kb
+    from ..model import knowledge as kb
 
     key = name.strip().lower()
     for row in kb.rows("amd_opencl_names"):
@@ -472,6 +426,6 @@ def probe(host: Host) -> Contribution:
 
 
 __all__ = [
-    "probe", "parse_clinfo", "parse_clinfo_json", "parse_mlprobe_json", "live_capture", "vendor_from_pci",
+    "probe", "parse_clinfo", "parse_clinfo_json", "parse_mlprobe_json", "vendor_from_pci",
     "gpu_from_device", "is_gpu_device",
 ]

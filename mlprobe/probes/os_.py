@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ..facts import Contribution, OsFacts
-from ..host import Host
+from ..model.facts import Contribution, OsFacts
+from ..scan.capture import Host
 from ._util import key_values
 
 

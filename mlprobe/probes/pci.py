@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts
-from ..host import Host
-from ..vendors import normalise_bus_id, vendor_from_pci, vendor_from_text
+from ..model.facts import Contribution, GpuFacts
+from ..scan.capture import Host
+from ..model.vendors import normalise_bus_id, vendor_from_pci, vendor_from_text
 from ._util import nothing_read, parse_capture
 from .rocm import amd_device, architecture_of, clean_lines
 
@@ -135,7 +135,7 @@ class DrmCard:
 
 def parse_drm_drivers(text: str) -> List[DrmCard]:
     """drm-drivers.txt: `card0 0000:03:00.0 0x1002 0x73df amdgpu` per DRM card (from sysfs)."""
-    from ..vendors import hex_id
+    from ..model.vendors import hex_id
 
     out: List[DrmCard] = []
     seen: Set[str] = set()

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, GpuFacts
-from ..host import Host
+from ..model.facts import Contribution, GpuFacts
+from ..scan.capture import Host
 from ._util import ANSI, nothing_read, parse_capture
 
 _GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
@@ -408,7 +408,7 @@ _SMI_IDENTITY = ("card series", "card model", "card vendor", "card sku", "device
 
 def parse_rocm_smi(text: str) -> List[SmiCard]:
     """`rocm-smi --showproductname` / `rocm-smi -a` (`GPU[0] : Key: value`) or plain `rocm-smi`."""
-    from ..vendors import hex_id, normalise_bus_id
+    from ..model.vendors import hex_id, normalise_bus_id
 
     lines = clean_lines(text)
     cards: Dict[int, Dict[str, str]] = {}

@@ -12,10 +12,10 @@ import re
 from functools import lru_cache
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, UsbAccelerator
-from ..host import Host
+from ..model.facts import Contribution, UsbAccelerator
+from ..scan.capture import Host
 from ._util import ANSI, single_capture
 
 _LINE = re.compile(r"Bus\s+(\d{1,3})\s+Device\s+(\d{1,3}):\s+ID\s+([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\b[ \t]*([^\n]*)")

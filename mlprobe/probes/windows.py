@@ -32,11 +32,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .. import kb
+from ..model import knowledge as kb
 from ..errors import ParseError
-from ..facts import Contribution, CpuFacts, GpuFacts, OsFacts
-from ..host import Host
-from ..vendors import hex_id, vendor_from_pci, vendor_from_text
+from ..model.facts import Contribution, CpuFacts, GpuFacts, OsFacts
+from ..scan.capture import Host
+from ..model.vendors import hex_id, vendor_from_pci, vendor_from_text
 from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capture
 from .rocm import amd_device
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ..facts import Facts
+from ..model.facts import Facts
 from ..probes.cpu import ML_FLAGS
 
 

@@ -65,8 +65,9 @@ def _plan_for(scan: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
 def _bundle_side(p: Path) -> Side:
     """A capture bundle (folder, or report with embedded captures), scanned and planned here."""
-    from ..host import BundleError, open_replay
-    from ..scan import facts_to_report, scan
+    from ..scan.capture import BundleError
+    from ..scan.host import open_replay
+    from ..scan.run import facts_to_report, scan
 
     try:
         host = open_replay(p)
@@ -88,8 +89,8 @@ def load_side(path: str) -> Side:
     p = Path(path)
     if p.is_dir():
         return _bundle_side(p)
-    from ..host import UnreadableFile, read_regular
-    from .validate import MAX_DOCUMENT_BYTES
+    from ..scan.capture import UnreadableFile, read_regular
+    from ..model.validate import MAX_DOCUMENT_BYTES
 
     try:
         raw = read_regular(p, MAX_DOCUMENT_BYTES + 1)
@@ -98,7 +99,7 @@ def load_side(path: str) -> Side:
         doc = json.loads(raw.decode("utf-8"))
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise DiffInputError(f"{p} is neither a bundle folder nor a readable JSON file: {exc}") from None
-    from .validate import DocumentError, check_document
+    from ..model.validate import DocumentError, check_document
 
     if isinstance(doc, dict) and ("scan" in doc or any(k in doc for k in ("cpu", "gpus", "os"))):
         try:

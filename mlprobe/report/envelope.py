@@ -5,7 +5,7 @@ and the capture bundle (when asked), redacted as a whole by one Redactor.
      "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?,
      "capture_bundle": {"files": {name: {"text": ...} | {"base64": ...}}}?, "notes": [...]}
 
-`mlprobe scan --replay report.json` reads `capture_bundle` (mlprobe/host.py), so a report made with
+`mlprobe scan --replay report.json` reads `capture_bundle` (mlprobe/scan/host.py), so a report made with
 --include-raw replays to the same facts elsewhere.
 """
 
@@ -23,8 +23,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import __version__
-from ..capture import SPECS
-from ..host import Host
+from ..scan.capture import Host, SPECS
 from .patterns import mode_for, protected_values, text_of
 from .redact import Redactor
 
@@ -78,14 +77,14 @@ def collect_bundle(host: Host) -> Dict[str, bytes]:
 def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
     """`mlprobe.plan.make_plan(report, framework="any")`, or a note saying why there is none."""
     try:
-        plan_mod = importlib.import_module("mlprobe.plan")
+        plan_mod = importlib.import_module("mlprobe.plan.planner")
     except ImportError:
         return {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
     make_plan = getattr(plan_mod, "make_plan", None)
     if not callable(make_plan):
         return {"available": False, "note": "no plan: mlprobe.plan has no make_plan()"}
     try:
-        result = make_plan(copy.deepcopy(scan_report), framework="any")
+        result = make_plan(copy.deepcopy(scan_report), framework="any", env=os.environ)
     except Exception as exc:  # a planner bug must not cost the whole report
         return {"available": False, "note": f"no plan: make_plan failed ({type(exc).__name__}: {exc})"}
     out = plain(result)
@@ -126,7 +125,7 @@ def build_report(
     now: Optional[str] = None,
     env: Optional[Dict[str, str]] = None,
 ) -> Dict[str, Any]:
-    from ..scan import facts_to_report, scan
+    from ..scan.run import facts_to_report, scan
 
     facts = scan(host)
     scan_report = facts_to_report(facts, source)

@@ -24,8 +24,7 @@ import re
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from ..host import ENV_VARS as SETTINGS_VARS
-from ..host import OVERRIDE_PREFIX
+from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
     BUILDER,

@@ -13,12 +13,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import __version__
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..model.vocabulary import vocabulary
 from . import verdict as V
 from .child import ChildResult, EventSink, child_env, run_child
 
 SCHEMA = "mlprobe.verify/1"
-FRAMEWORKS = ("torch", "tensorflow", "plaidml")
-FRAMEWORK_CHOICES = ("any", "torch", "tensorflow", "keras", "plaidml")
+FRAMEWORKS = vocabulary().payload_frameworks()  # what the payload trains itself
+FRAMEWORK_CHOICES = ("any",) + vocabulary().verify_choices()
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_STALL = 180.0
 # What the payload measures against (its DEFAULTS), stated in every result.

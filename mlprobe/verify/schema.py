@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ..model.vocabulary import vocabulary
 from .verdict import ALL
 
 _NUM = {"type": ["number", "null"]}
@@ -17,7 +18,7 @@ DEVICE_RESULT: Dict[str, Any] = {
                  "correctness", "learning", "speed", "proof", "speedup_vs_framework_cpu",
                  "speedup_vs_best_cpu", "failure"],
     "properties": {
-        "framework": {"enum": ["torch", "tensorflow", "plaidml"]},
+        "framework": {"enum": list(vocabulary().payload_frameworks())},
         "framework_version": _STR, "python": {"type": "string"}, "device": {"type": "string"},
         "kind": _STR, "name": _STR, "api": _STR,
         "verdict": {"enum": list(ALL)}, "reason": {"type": "string"},

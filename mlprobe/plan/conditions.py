@@ -1,0 +1,270 @@
+"""The condition language of the recipes: sentence templates, three-valued combinators, fact
+comparisons, and the registry of named tests (mlprobe.plan.predicates fills it).
+
+    {"all": [c, ...]}   {"any": [c, ...], "because": "..."}   {"not": c, "because": "..."}
+    {"fact": "cpu.flags", "contains": "avx", "because": "..."}
+    {"fact": "os.system", "in": ["Linux", "Windows"]}       ("equals", "gte", "lte", "gt", "lt")
+    {"fact": "python.version", "specifier": ">=3.10,<3.15"}  (PEP 440, through packaging)
+    {"test": "cuda_archs_cover", "archs": "{row.archs}"}     (a named predicate over sourced tables)
+
+Logic is three-valued: a fact the scan could not read is unknown (None), never a silent yes or no.
+An unknown condition does not reject a recipe; it is listed as not checked. `because` and `unknown`
+are sentence templates: `{a.b}` reads the facts, `{row.x}` the knowledge-table row being tried,
+`{value}` the fact's value. `"stop": true` makes a condition a gate: when it fails, the rest of its
+`all` is not evaluated (it would only repeat the same "no"). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from packaging.version import Version
+
+from ..model.knowledge import version
+
+Kb = Mapping[str, Any]  # knowledge tables by file stem: {"torch_wheels": {...}, ...}
+Ctx = Dict[str, Any]
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+@dataclass
+class Outcome:
+    value: Optional[bool]  # True fits, False rejects, None unknown
+    reasons: List[str] = field(default_factory=list)  # why not (when False)
+    warnings: List[str] = field(default_factory=list)  # caveats, and what could not be checked
+    effects: Dict[str, Any] = field(default_factory=dict)  # env vars, chosen device, speed hints
+    tags: List[str] = field(default_factory=list)  # e.g. "compat" (CUDA minor-version compatibility)
+    vars: Dict[str, Any] = field(default_factory=dict)  # extra {names} for the condition's `because`
+    unknown: List[str] = field(default_factory=list)  # what could not be checked (facts not in the scan)
+
+
+# --------------------------------------------------------------------------- values and templates
+
+
+def lookup(ctx: Ctx, path: str, row: Optional[Dict[str, Any]] = None) -> Any:
+    parts = path.split(".")
+    if parts[0] == "row":
+        cur: Any = row or {}
+        parts = parts[1:]
+    else:
+        cur = ctx
+    for p in parts:
+        if isinstance(cur, dict):
+            cur = cur.get(p)
+        else:
+            return None
+        if cur is None:
+            return None
+    return cur
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(_show(v) for v in value) if value else "none"
+    return str(value)
+
+
+def fmt(template: str, ctx: Ctx, row: Optional[Dict[str, Any]] = None, **extra: Any) -> str:
+    def sub(m: "re.Match[str]") -> str:
+        key = m.group(1)
+        if key in extra:
+            return _show(extra[key])
+        return _show(lookup(ctx, key, row))
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def resolve(value: Any, ctx: Ctx, row: Optional[Dict[str, Any]] = None) -> Any:
+    """A condition operand: "{row.os}" alone gives the raw value (a list stays a list)."""
+    if isinstance(value, str):
+        m = _PLACEHOLDER.fullmatch(value)
+        if m:
+            return lookup(ctx, m.group(1), row)
+        if "{" in value:
+            return fmt(value, ctx, row)
+    return value
+
+
+_SIMPLE_CLAUSE = re.compile(r"^\s*(>=|<=|>|<|==|!=)\s*(\d+(?:\.\d+)*)\s*$")
+_COMPARE: Dict[str, Callable[[Version, Version], bool]] = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+@lru_cache(maxsize=512)
+def _clauses(spec: str) -> Optional[Tuple[Tuple[str, Version], ...]]:
+    """A specifier made only of release-number comparisons (">=3.10,<3.16"), parsed; None otherwise."""
+    out = []
+    for part in spec.split(","):
+        m = _SIMPLE_CLAUSE.match(part)
+        if not m:
+            return None
+        out.append((m.group(1), Version(m.group(2))))
+    return tuple(out)
+
+
+def spec_contains(spec: str, value: Version) -> bool:
+    """PEP 440 specifier match. The plain comparisons the knowledge tables use are answered with
+    packaging's Version ordering directly (packaging.specifiers costs ~15 ms to import, a tenth of the
+    plan's time budget); anything else (~=, wildcards, ===) goes through packaging's SpecifierSet.
+    tests/test_rules.py checks that both agree."""
+    clauses = _clauses(spec)
+    if clauses is not None and not value.is_prerelease:
+        return all(_COMPARE[op](value, bound) for op, bound in clauses)
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        return SpecifierSet(spec).contains(value, prereleases=True)
+    except InvalidSpecifier:
+        raise ValueError(f"bad version specifier {spec!r}") from None
+
+
+def cc_tuple(text: str) -> Tuple[int, int]:
+    major, _, minor = text.partition(".")
+    return int(major), int(re.sub(r"\D.*$", "", minor) or 0)
+
+
+# --------------------------------------------------------------------------- combinators and leaves
+
+
+def evaluate(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]] = None) -> Outcome:
+    if "all" in cond:
+        parts = []
+        for c in cond["all"]:
+            parts.append(evaluate(c, ctx, kb, row))
+            if parts[-1].value is False and c.get("stop"):
+                break  # a gate: what follows would only repeat the same "no" in other words
+        return _all(parts)
+    if "any" in cond:
+        parts = [evaluate(c, ctx, kb, row) for c in cond["any"]]
+        out = _any(parts)
+        if out.value is False and cond.get("because"):
+            out.reasons = [fmt(cond["because"], ctx, row)]
+        if out.value is None and cond.get("unknown") is not None:
+            out.unknown = [fmt(cond["unknown"], ctx, row)]
+        return out
+    if "not" in cond:
+        inner = evaluate(cond["not"], ctx, kb, row)
+        if inner.value is None:
+            return Outcome(None, unknown=[fmt(cond.get("unknown") or cond["because"], ctx, row)])
+        if inner.value:
+            return Outcome(False, reasons=[fmt(cond["because"], ctx, row)])
+        return Outcome(True)
+    if "test" in cond:
+        fn = TESTS.get(cond["test"])
+        if fn is None:
+            raise KeyError(f"unknown test {cond['test']!r}")
+        out = fn(cond, ctx, kb, row)
+        if out.value is False and cond.get("because"):
+            detail = "; ".join(out.reasons)
+            out.reasons = [fmt(cond["because"], ctx, row, detail=detail, **out.vars)]
+        return out
+    if "fact" in cond:
+        return _leaf(cond, ctx, row)
+    raise KeyError(f"not a condition: {sorted(cond)}")
+
+
+def _all(parts: Sequence[Outcome]) -> Outcome:
+    out = Outcome(True)
+    for p in parts:
+        out.warnings.extend(p.warnings)
+        out.unknown.extend(p.unknown)
+        out.effects.update(p.effects)
+        out.tags.extend(p.tags)
+        if p.value is False:
+            out.value = False
+            out.reasons.extend(p.reasons)
+        elif p.value is None and out.value is True:
+            out.value = None
+    return out
+
+
+def _any(parts: Sequence[Outcome]) -> Outcome:
+    for p in parts:
+        if p.value is True:
+            return Outcome(True, warnings=list(p.warnings), effects=dict(p.effects), tags=list(p.tags))
+    unknown = [p for p in parts if p.value is None]
+    if unknown:
+        return Outcome(None, unknown=[w for p in unknown for w in p.unknown])
+    return Outcome(False, reasons=[r for p in parts for r in p.reasons])
+
+
+_OPS = ("equals", "in", "contains", "gte", "lte", "gt", "lt", "specifier", "truthy")
+
+
+def _leaf(cond: Dict[str, Any], ctx: Ctx, row: Optional[Dict[str, Any]]) -> Outcome:
+    path = cond["fact"]
+    value = lookup(ctx, path, row)
+    op = next((o for o in _OPS if o in cond), None)
+    if op is None:
+        raise KeyError(f"condition on {path} has no operator")
+    operand = resolve(cond[op], ctx, row)
+    if value is None or (op == "specifier" and version(value) is None):
+        text = cond.get("unknown")
+        if text is None:
+            text = f"could not check {path} (not in the scan)"
+        return Outcome(None, unknown=[fmt(text, ctx, row, value=value, operand=operand)])
+    ok: bool
+    if op == "equals":
+        ok = value == operand
+    elif op == "in":
+        ok = value in (operand or [])
+    elif op == "contains":
+        ok = operand in value
+    elif op == "truthy":
+        ok = bool(value) == bool(operand)
+    elif op == "specifier":
+        if operand is None:
+            return Outcome(True)
+        ok = spec_contains(str(operand), version(value))  # type: ignore[arg-type]
+    else:
+        a, b = _num(value), _num(operand)
+        if a is None or b is None:
+            return Outcome(None, unknown=[f"could not compare {path}={value!r} with {operand!r}"])
+        ok = {"gte": a >= b, "lte": a <= b, "gt": a > b, "lt": a < b}[op]
+    if ok:
+        return Outcome(True)
+    text = cond.get("because") or f"{path} is {{value}}, needs {op} {{operand}}"
+    return Outcome(False, reasons=[fmt(text, ctx, row, value=value, operand=operand)])
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    try:
+        return float(str(v))
+    except ValueError:
+        ver = version(v)
+        if ver is None:
+            return None
+        rel = list(ver.release) + [0, 0, 0]
+        return rel[0] * 1e6 + rel[1] * 1e3 + rel[2]
+
+
+# --------------------------------------------------------------------------- named tests
+
+TestFn = Callable[[Dict[str, Any], Ctx, Kb, Optional[Dict[str, Any]]], Outcome]
+TESTS: Dict[str, TestFn] = {}
+
+
+def test(name: str) -> Callable[[TestFn], TestFn]:
+    def deco(fn: TestFn) -> TestFn:
+        TESTS[name] = fn
+        return fn
+
+    return deco

@@ -1,0 +1,487 @@
+"""The named tests conditions call (`{"test": "cuda_archs_cover", ...}`): the judgements that need
+more than one comparison, each over sourced knowledge tables, each writing its own sentences.
+Importing this module registers them in mlprobe.plan.conditions.TESTS."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .conditions import Ctx, Kb, Outcome, cc_tuple, fmt, lookup, resolve, test
+from ..model.knowledge import newest_cuda, version
+
+
+def _toolkit_rows(kb: Kb) -> List[Dict[str, Any]]:
+    rows = (kb.get("nvidia_gpus") or {}).get("cuda_toolkit_min_driver") or []
+    return [r for r in rows if isinstance(r, dict) and r.get("cuda")]
+
+
+def _driver_column(ctx: Ctx) -> str:
+    # In WSL2 the driver is the Windows one (nvidia-smi there prints the Windows number).
+    if lookup(ctx, "os.system") == "Windows" or lookup(ctx, "os.wsl"):
+        return "windows"
+    return "linux"
+
+
+def _threshold(row: Dict[str, Any], column: str) -> Optional[str]:
+    value = row.get(column)
+    if value is None and column == "windows":
+        value = row.get("linux")  # NVIDIA publishes no Windows number for 13.x [inference: same branch]
+    return str(value) if value is not None else None
+
+
+def ceiling_words(ctx: Ctx, kb: Kb) -> str:
+    """'CUDA 12.8', or what can be said when the driver predates every row of the table."""
+    c = cuda_ceiling(ctx, kb)
+    if c:
+        return f"CUDA {c}"
+    rows = _toolkit_rows(kb)
+    if rows and version(lookup(ctx, "nvidia.driver")) is not None:
+        oldest = min(rows, key=lambda r: version(r["cuda"]))  # type: ignore[arg-type, return-value]
+        return f"a CUDA older than {oldest['cuda']}"
+    return "an unknown CUDA version"
+
+
+def cuda_ceiling(ctx: Ctx, kb: Kb) -> Optional[str]:
+    """The newest CUDA the driver supports natively: nvidia-smi says it, or the toolkit table."""
+    stated = lookup(ctx, "nvidia.cuda_version")
+    if stated:
+        return str(stated)
+    return newest_cuda(_toolkit_rows(kb), lookup(ctx, "nvidia.driver"), _driver_column(ctx), infer_windows=True)
+
+
+@test("cuda_driver_runs")
+def _cuda_driver_runs(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    need = str(resolve(cond["cuda"], ctx, row))
+    label = fmt(cond.get("label", "CUDA {row.cuda}"), ctx, row)
+    driver = lookup(ctx, "nvidia.driver")
+    ceiling = cuda_ceiling(ctx, kb)
+    need_v = version(need)
+    if ceiling is not None and version(ceiling) >= need_v:  # type: ignore[operator]
+        return Outcome(True)
+    column = _driver_column(ctx)
+    major = need_v.major if need_v is not None else None
+    compat = next(
+        (r for r in (kb.get("nvidia_gpus") or {}).get("cuda_minor_compat", []) if r.get("major") == major), None
+    )
+    minimum = _threshold(compat, column) if compat else None
+    native = next((_threshold(r, column) for r in _toolkit_rows(kb) if str(r["cuda"]) == need), None)
+    if driver is None:
+        if ceiling is None:
+            return Outcome(
+                None,
+                unknown=[
+                    f"the NVIDIA driver version is unknown, so {label} (CUDA {need}) "
+                    "could not be checked against it"
+                ],
+            )
+        return Outcome(
+            None,
+            unknown=[
+                f"the driver supports CUDA {ceiling} but its version is unknown, so "
+                f"CUDA {need} minor-version compatibility could not be checked"
+            ],
+        )
+    if minimum and version(driver) >= version(minimum):  # type: ignore[operator]
+        note = (
+            f"driver {driver} supports {ceiling_words(ctx, kb)}; the {label} wheels (CUDA {need}) run on it "
+            f"through CUDA minor-version compatibility (CUDA {major}.x needs a driver >= {minimum})"
+        )
+        if native:
+            note += f"; a driver >= {native} runs CUDA {need} natively"
+        return Outcome(True, warnings=[note], tags=["compat"])
+    why = (
+        f"the NVIDIA driver {driver} supports {ceiling_words(ctx, kb)}; {label} (CUDA {need}) needs a driver"
+    )
+    why += f" >= {minimum}" if minimum else f" >= {native}" if native else " newer than this one"
+    return Outcome(False, reasons=[why])
+
+
+def arch_coverage(archs: Sequence[str], cc: str) -> Optional[str]:
+    """'cubin' when a compiled binary runs on this compute capability, 'ptx' when only PTX JIT does."""
+    have = cc_tuple(cc)
+    via_ptx = False
+    for a in archs:
+        base, _, extra = str(a).partition("+")
+        if base.endswith(("a", "f")):  # sm_90a-style targets run only on that exact chip
+            continue
+        arch = cc_tuple(base)
+        if arch[0] == have[0] and arch[1] <= have[1]:
+            return "cubin"
+        if extra.upper() == "PTX" and arch <= have:
+            via_ptx = True
+    return "ptx" if via_ptx else None
+
+
+@test("cuda_archs_cover")
+def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    archs = resolve(cond["archs"], ctx, row) or []
+    if lookup(ctx, "cpu.arch") == "arm64" and "archs_aarch64" in cond:
+        arm = resolve(cond["archs_aarch64"], ctx, row)
+        if arm is not None:
+            archs = arm
+    label = fmt(cond.get("label", "these wheels"), ctx, row)
+    if not archs:
+        return Outcome(False, reasons=[f"{label} have no build for {lookup(ctx, 'cpu.arch') or 'this CPU'}"])
+    need = str(resolve(cond.get("cuda", "0"), ctx, row))
+    ceiling = cuda_ceiling(ctx, kb)
+    out = Outcome(True)
+    shown = ", ".join(
+        f"sm_{a.replace('.', '').replace('+PTX', '')}" + ("+PTX" if "+PTX" in a else "") for a in archs
+    )
+    for gpu in lookup(ctx, "nvidia.gpus") or []:
+        cc = gpu.get("cc")
+        name = gpu.get("name") or "the NVIDIA GPU"
+        if not cc:
+            out.value = None if out.value is not False else False
+            out.unknown.append(
+                f"the compute capability of {name} is unknown, so it could not be checked "
+                f"against {label} ({shown})"
+            )
+            continue
+        how = arch_coverage(archs, cc)
+        sm = "sm_" + cc.replace(".", "")
+        if how == "cubin":
+            continue
+        if how == "ptx":
+            if ceiling is not None and version(ceiling) < version(need):  # type: ignore[operator]
+                out.value = False
+                out.reasons.append(
+                    f"{label} carry only PTX that fits {name} ({sm}), and JIT-compiling it needs "
+                    f"a driver for CUDA {need} (this one supports CUDA {ceiling})"
+                )
+            else:
+                out.warnings.append(
+                    f"{name} ({sm}) runs {label} through PTX JIT: the first run compiles "
+                    "kernels and takes longer"
+                )
+            continue
+        out.value = False
+        out.reasons.append(f"{label} are built for {shown}; {name} is {sm}")
+    return out
+
+
+@test("cuda_min_cc")
+def _cuda_min_cc(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    minimum = str(resolve(cond["min"], ctx, row))
+    label = fmt(cond.get("label", "this build"), ctx, row)
+    out = Outcome(True)
+    for gpu in lookup(ctx, "nvidia.gpus") or []:
+        cc = gpu.get("cc")
+        if not cc:
+            out.value = None if out.value is not False else False
+            out.unknown.append(f"the compute capability of {gpu.get('name')} is unknown")
+        elif cc_tuple(cc) < cc_tuple(minimum):
+            out.value = False
+            out.reasons.append(f"{label} needs compute capability >= {minimum}; {gpu.get('name')} is {cc}")
+    return out
+
+
+def _override_rows(kb: Kb) -> Dict[str, Dict[str, Any]]:
+    return {r["gfx"]: r for r in (kb.get("rocm") or {}).get("overrides", [])}
+
+
+@test("rocm_gfx_supported")
+def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    built = set(resolve(cond["gfx"], ctx, row) or [])
+    label = fmt(cond.get("label", "these wheels"), ctx, row)
+    targets = lookup(ctx, "amd.targets") or []
+    overrides = _override_rows(kb)
+    breaks = {r["gfx"]: r for r in (kb.get("rocm") or {}).get("override_breaks", [])}
+    dropped = {r["gfx"]: r for r in (kb.get("rocm") or {}).get("not_in_rocm_matrix", [])}
+    out = Outcome(True)
+    env_values = set()
+    for gpu in targets:
+        gfx, name = gpu.get("gfx"), gpu.get("name") or "the AMD GPU"
+        if not gfx:
+            # No evidence, no ROCm: an install that cannot work costs more than a missed one.
+            out.value = False
+            out.reasons.append(
+                f"the gfx target of {name} is unknown (no rocminfo in the capture, and its PCI id "
+                "is not in mlprobe's table), so ROCm support cannot be confirmed"
+            )
+            continue
+        if gfx in built:
+            if gfx in dropped:
+                out.warnings.append(f"{name} ({gfx}): {dropped[gfx]['note']}")
+            continue
+        ov = overrides.get(gfx)
+        if ov and ov["runs_as"] in built:
+            env_values.add(ov["override"])
+            text = (
+                f"{label} are not built for {gfx} ({name}); "
+                f"HSA_OVERRIDE_GFX_VERSION={ov['override']} runs it "
+                f"as {ov['runs_as']} (unofficial)"
+            )
+            if gpu.get("runtime_gfx") == ov["runs_as"]:
+                text += "; the scan shows the override already in effect"
+            if ov.get("caveat"):
+                text += f"; {ov['caveat']}"
+            out.warnings.append(text)
+            out.effects["unofficial"] = True
+            continue
+        out.value = False
+        if gfx in breaks:
+            b = breaks[gfx]
+            out.reasons.append(
+                f"{label} are not built for {gfx} ({name}), and no override maps it to a built "
+                f"target (HSA_OVERRIDE_GFX_VERSION={b['override']}: {b['why']})"
+            )
+        else:
+            out.reasons.append(
+                f"{label} are not built for {gfx} ({name}), and no known override maps it to "
+                f"one they are built for ({', '.join(sorted(built))})"
+            )
+    if env_values:
+        if len(env_values) == 1:
+            out.effects.setdefault("env", {})["HSA_OVERRIDE_GFX_VERSION"] = env_values.pop()
+        else:
+            out.value = False
+            out.reasons.append(
+                "the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values; run one at a time"
+            )
+    if not targets:
+        return Outcome(False, reasons=["no AMD GPU was found"])
+    if any(g.get("integrated") for g in targets):
+        out.effects["integrated"] = True
+    others = lookup(ctx, "amd.others") or []
+    if others and out.value is not False:
+        out.warnings.append(
+            "also visible to ROCm: "
+            + ", ".join(f"{g.get('name')} ({g.get('gfx')})" for g in others)
+            + "; the plan and verify target "
+            + ", ".join(str(g.get("name")) for g in targets)
+        )
+    return out
+
+
+@test("rocm_wsl_ok")
+def _rocm_wsl_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    if not lookup(ctx, "os.wsl"):
+        return Outcome(True)
+    families = (kb.get("rocm") or {}).get("wsl_gfx_families", [])
+    out = Outcome(
+        True,
+        warnings=[
+            "ROCm inside WSL2 goes through AMD's WSL support in the Windows Adrenalin "
+            "driver (official from 24.12.1) with AMD's WSL runtime"
+        ],
+    )
+    for gpu in lookup(ctx, "amd.targets") or []:
+        gfx = gpu.get("gfx") or ""
+        if not any(gfx.startswith(f["prefix"]) for f in families):
+            out.value = False
+            names = ", ".join(f"{f['prefix']}x ({f['family']})" for f in families)
+            out.reasons.append(
+                f"ROCm in WSL2 exposes only {names} GPUs; {gpu.get('name')} is {gfx or 'unknown'} "
+                "(AMD: RDNA2 and older are not supported under WSL, and hang)"
+            )
+    return out
+
+
+@test("windows_build_ok")
+def _windows_build_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    native, wsl = int(cond["native_min"]), int(cond["wsl_min"])
+    what = cond.get("what", "this package")
+    build = lookup(ctx, "os.windows_build")
+    if lookup(ctx, "os.wsl"):
+        if build is None:
+            return Outcome(
+                None,
+                unknown=[
+                    f"{what} in WSL2 needs Windows build >= {wsl}; the Windows build is not "
+                    "visible from inside WSL"
+                ],
+            )
+        return Outcome(
+            build >= wsl, reasons=[f"{what} in WSL2 needs Windows build >= {wsl}; this is {build}"]
+        )
+    system = lookup(ctx, "os.system")
+    if system == "Windows":
+        if build is None:
+            return Outcome(None, unknown=[f"{what} needs Windows 10 build >= {native}; the build is unknown"])
+        return Outcome(build >= native, reasons=[f"{what} needs Windows build >= {native}; this is {build}"])
+    if system is None:
+        return Outcome(None, unknown=[f"the OS is unknown; {what} needs Windows (build >= {native}) or WSL2"])
+    return Outcome(False, reasons=[f"{what} runs on Windows or in WSL2, not on {system}"])
+
+
+@test("gpu_vendor_present")
+def _gpu_vendor_present(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    vendors = resolve(cond["vendors"], ctx, row) or []
+    pool = lookup(ctx, cond.get("pool", "metal.gpus")) or []
+    hits = [g for g in pool if g.get("vendor") in vendors]
+    if hits:
+        return Outcome(True, effects={"device_name": hits[0].get("name")})
+    seen = ", ".join(f"{g.get('name')} ({g.get('vendor')})" for g in pool) or "none"
+    words = {"vendors": " or ".join(vendors), "seen": seen}
+    return Outcome(False, reasons=[f"needs a {words['vendors']} GPU; Metal GPUs seen: {seen}"], vars=words)
+
+
+def _xpu_supported(gpu: Dict[str, Any], kb: Kb) -> Optional[bool]:
+    pci = (gpu.get("pci_device_id") or "").lower()
+    if pci:
+        for r in (kb.get("intel_gpus") or {}).get("rows", []):
+            if str(r.get("pci_device_id", "")).lower() == pci:
+                return bool(r.get("xpu_supported"))
+    name = gpu.get("name") or ""
+    if not name:
+        return None
+    for r in (kb.get("intel_gpus") or {}).get("xpu_supported_names", []):
+        if re.search(r["pattern"], name, re.I):
+            return True
+    return False
+
+
+@test("directml_gpu")
+def _directml_gpu(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    gpus = lookup(ctx, "directml.gpus") or []
+    if not gpus:
+        return Outcome(
+            False,
+            reasons=[
+                "no GPU that DirectML can use was found (DirectML needs a DirectX 12 GPU on "
+                "Windows 10 1709+, or WSL2)"
+            ],
+        )
+    best = sorted(gpus, key=lambda g: (bool(g.get("integrated")), g.get("vendor") == "intel"))[0]
+    return Outcome(
+        True, effects={"device_name": best.get("name"), "integrated": bool(best.get("integrated"))}
+    )
+
+
+@test("xpu_gpu_supported")
+def _xpu_gpu_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    gpus = lookup(ctx, "intel.gpus") or []
+    if not gpus:
+        return Outcome(False, reasons=["no Intel GPU was found"])
+    verdicts = [(g, _xpu_supported(g, kb)) for g in gpus]
+    good = [g for g, ok in verdicts if ok]
+    if good:
+        g = sorted(good, key=lambda x: bool(x.get("integrated")))[0]
+        return Outcome(True, effects={"integrated": bool(g.get("integrated")), "device_name": g.get("name")})
+    if all(ok is None for _, ok in verdicts):
+        return Outcome(
+            None, unknown=["the Intel GPU's model is unknown, so XPU support could not be checked"]
+        )
+    names = ", ".join(str(g.get("name")) for g in gpus)
+    return Outcome(
+        False,
+        reasons=[
+            f"PyTorch's XPU backend supports Intel Arc A-/B-Series, Core Ultra 'Arc Graphics' "
+            f"and Data Center GPU Max; this machine has {names}"
+        ],
+    )
+
+
+_PML_VENDORS = (("NVIDIA", "nvidia"), ("Intel", "intel"), ("Advanced Micro Devices", "amd"), ("AMD", "amd"))
+
+
+def plaidml_opencl_id(vendor: Optional[str], name: str, kb: Kb) -> str:
+    rule: Dict[str, Any] = next(
+        (r for r in (kb.get("plaidml") or {}).get("device_ids", []) if r.get("hal") == "opencl"), {}
+    )
+    short = vendor or ""
+    for key, value in (rule.get("vendor_map") or dict(_PML_VENDORS)).items():
+        if key.lower() in (vendor or "").lower():
+            short = value
+            break
+    for prefix in rule.get("strip_prefixes", ["Intel(R) ", "AMD "]):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return ("opencl " + short + " " + name).strip().lower().replace(" ", "_")
+
+
+@test("plaidml_device")
+def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """Pick the device plaidml-setup would offer first, without asking: a discrete GPU, then an integrated
+    one, then llvm_cpu.0 (which needs PLAIDML_EXPERIMENTAL=1)."""
+    cands: List[Tuple[int, str, bool, str, bool]] = []  # (speed, id, experimental, name, integrated)
+    system = lookup(ctx, "os.system")
+    defaults = {r["hal"]: r["vendors"] for r in (kb.get("plaidml") or {}).get("default_config_vendors", [])}
+    seen: Dict[str, int] = {}
+
+    def uniq(base: str) -> str:
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        return f"{base}.{n}"
+
+    if system == "Darwin":
+        for g in lookup(ctx, "metal.gpus") or []:
+            if g.get("inferred"):
+                continue
+            did = uniq("metal " + str(g.get("name")).lower().replace(" ", "_")).replace(" ", "_")
+            integ = bool(g.get("integrated"))
+            cands.append(
+                (
+                    20 if integ else 40,
+                    did,
+                    g.get("vendor") not in defaults.get("metal", []),
+                    str(g.get("name")),
+                    integ,
+                )
+            )
+    for d in lookup(ctx, "opencl.gpu_devices") or []:
+        did = uniq(plaidml_opencl_id(d.get("vendor"), str(d.get("name")), kb))
+        integ = bool(d.get("integrated"))
+        vendor_short = did.split("_")[1] if "_" in did else ""
+        cands.append(
+            (
+                20 if integ else 40,
+                did,
+                vendor_short not in defaults.get("opencl", []),
+                str(d.get("name")),
+                integ,
+            )
+        )
+    cands.append((5, "llvm_cpu.0", True, "the CPU through LLVM", False))
+    cands.sort(key=lambda c: -c[0])
+    speed, did, experimental, name, integ = cands[0]
+    out = Outcome(
+        True,
+        effects={
+            "device_id": did,
+            "device_name": name,
+            "experimental": experimental,
+            "speed": speed,
+            "integrated": integ,
+            "env": {
+                "PLAIDML_DEVICE_IDS": did,
+                "PLAIDML_EXPERIMENTAL": "1" if experimental else "0",
+                "KERAS_BACKEND": "plaidml.keras.backend",
+            },
+        },
+    )
+    if did == "llvm_cpu.0":
+        if lookup(ctx, "opencl.known") is False and lookup(ctx, "gpus"):
+            out.warnings.append(
+                "the capture lists no OpenCL devices, so PlaidML falls back to llvm_cpu.0; "
+                "install the GPU's OpenCL driver (and clinfo) to use the GPU"
+            )
+        out.warnings.append(
+            "PlaidML runs on the CPU here (llvm_cpu.0, experimental): expect it to be slower than "
+            "TensorFlow or PyTorch on the same CPU"
+        )
+    elif experimental:
+        out.warnings.append(f"{did} is one of PlaidML's experimental devices (PLAIDML_EXPERIMENTAL=1)")
+    return out
+
+
+@test("arch_has_build")
+def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """Does `framework` publish installable builds for this CPU architecture (cpu_archs.json
+    `frameworks` rows)? A row with pip false says, in words, what exists instead (conda-forge, a
+    source build)."""
+    framework = str(cond["framework"])
+    arch = lookup(ctx, "cpu.arch")
+    name = cond.get("name", framework)
+    if not arch:
+        text = cond.get("unknown") or f"the CPU architecture is unknown; {name} has x86_64 and ARM64 wheels"
+        return Outcome(None, unknown=[text])
+    rows = [r for r in (kb.get("cpu_archs") or {}).get("frameworks", []) if isinstance(r, dict)]
+    hit = next((r for r in rows if r.get("framework") == framework and arch in (r.get("arch") or [])), None)
+    if hit is None:
+        return Outcome(False, reasons=[f"{name} publishes no build for {arch}"])
+    if hit.get("pip"):
+        return Outcome(True)
+    return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])

@@ -1,0 +1,1 @@
+"""Scan: captures (live or replayed) -> probes -> merged facts. `run.scan(host)` is the entry."""

@@ -1,0 +1,220 @@
+"""Capture names (see docs/CAPTURES.md) and how each one is taken on a live machine.
+
+A capture is raw bytes: a command's stdout, a file's content, or (for the few things only Python
+can read cheaply, like installed distributions) a JSON document mlprobe produces itself. Probes
+ask a Host for captures by name and never touch the machine themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Protocol, Tuple
+
+
+@dataclass(frozen=True)
+class CaptureSpec:
+    name: str  # the file name inside a bundle
+    argv: Optional[Tuple[str, ...]] = None  # a command to run
+    path: Optional[str] = None  # a file to read
+    internal: Optional[str] = None  # a producer inside mlprobe (host.py knows them)
+    systems: Tuple[str, ...] = ("Linux", "Darwin", "Windows")
+    timeout: float = 5.0
+    # Some tools exit non-zero on success (or print useful stdout on failure).
+    ok_codes: Tuple[int, ...] = (0,)
+    max_bytes: int = 8 * 1024 * 1024
+    # Where the tool lives when its installer did not put it on PATH (checked with os.access,
+    # no subprocess).
+    alt_paths: Tuple[str, ...] = ()
+
+
+_PS = ("powershell", "-NoProfile", "-NonInteractive", "-Command")
+
+SPECS: Dict[str, CaptureSpec] = {
+    s.name: s
+    for s in (
+        CaptureSpec("host.json", internal="host"),
+        CaptureSpec("proc-cpuinfo.txt", path="/proc/cpuinfo", systems=("Linux",)),
+        CaptureSpec("lscpu.txt", argv=("lscpu",), systems=("Linux",)),
+        CaptureSpec("os-release.txt", path="/etc/os-release", systems=("Linux",)),
+        CaptureSpec("proc-version.txt", path="/proc/version", systems=("Linux",)),
+        CaptureSpec("uname.txt", argv=("uname", "-a"), systems=("Linux", "Darwin")),
+        CaptureSpec("sysctl.txt", argv=("sysctl", "machdep.cpu", "hw"), systems=("Darwin",)),
+        CaptureSpec("sw_vers.txt", argv=("sw_vers",), systems=("Darwin",)),
+        CaptureSpec("nvidia-smi-q-x.xml", argv=("nvidia-smi", "-q", "-x"), timeout=10.0),
+        CaptureSpec(
+            "nvidia-smi-query.csv",
+            argv=(
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,compute_cap,memory.total,pci.bus_id,uuid",
+                "--format=csv",
+            ),
+            timeout=10.0,
+        ),
+        CaptureSpec("nvidia-smi.txt", argv=("nvidia-smi",), timeout=10.0),
+        # `nvidia-smi -q` (text): full names where the plain table truncates them.
+        CaptureSpec("nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=10.0),
+        CaptureSpec(
+            "proc-driver-nvidia-version.txt", path="/proc/driver/nvidia/version", systems=("Linux",)
+        ),
+        # ROCm's installers leave /opt/rocm/bin off PATH.
+        CaptureSpec("rocminfo.txt", argv=("rocminfo",), systems=("Linux",), timeout=10.0,
+                    alt_paths=("/opt/rocm/bin/rocminfo",)),
+        CaptureSpec(
+            "rocm-smi.txt", argv=("rocm-smi", "--showproductname"), systems=("Linux",), timeout=10.0,
+            alt_paths=("/opt/rocm/bin/rocm-smi",),
+        ),
+        CaptureSpec("rocm-version.txt", path="/opt/rocm/.info/version", systems=("Linux",)),
+        CaptureSpec("kfd-topology.txt", internal="kfd-topology", systems=("Linux",)),
+        CaptureSpec("lspci.txt", argv=("lspci", "-nn"), systems=("Linux",)),
+        CaptureSpec("drm-drivers.txt", internal="drm-drivers", systems=("Linux",)),
+        CaptureSpec("clinfo.txt", argv=("clinfo",), timeout=10.0),
+        CaptureSpec("clinfo.json", argv=("clinfo", "--json"), timeout=10.0),
+        CaptureSpec(
+            "system_profiler-SPDisplaysDataType.txt",
+            argv=("system_profiler", "SPDisplaysDataType"),
+            systems=("Darwin",),
+            timeout=15.0,
+        ),
+        CaptureSpec(
+            "system_profiler-SPDisplaysDataType.json",
+            argv=("system_profiler", "-json", "SPDisplaysDataType"),
+            systems=("Darwin",),
+            timeout=15.0,
+        ),
+        CaptureSpec(
+            "Win32_VideoController.json",
+            argv=_PS + ("Get-CimInstance Win32_VideoController | ConvertTo-Json",),
+            systems=("Windows",),
+            timeout=20.0,
+        ),
+        CaptureSpec("dxdiag.txt", internal="dxdiag", systems=("Windows",), timeout=60.0),
+        CaptureSpec("wsl-dxg.json", internal="wsl-dxg", systems=("Linux",)),
+        # lsusb exits 1 when it lists no device (no USB bus, e.g. in a VM): that is an answer, not a failure.
+        CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
+        CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
+        CaptureSpec("mlprobe-frameworks.json", internal="frameworks"),
+        # Only ever read from bundles (users paste these into tickets):
+        CaptureSpec("collect_env.txt", internal="never"),
+        CaptureSpec("pip-list.txt", internal="never"),
+        CaptureSpec("clinfo-l.txt", internal="never"),
+        CaptureSpec("Win32_VideoController.txt", internal="never"),
+    )
+}
+
+
+def spec(name: str) -> CaptureSpec:
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown capture name {name!r}; add it to mlprobe.scan.capture.SPECS") from None
+
+
+def decode(data: Optional[bytes]) -> str:
+    """Bytes -> text the way parsers want it: UTF-8 (or UTF-16 with a BOM, as Windows tools
+    write), undecodable bytes replaced, CRLF normalised to LF."""
+    if data is None:
+        return ""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+@dataclass(frozen=True)
+class Capture:
+    name: str
+    status: str  # "ok", "absent", "error", "timeout"
+    data: Optional[bytes] = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.data is not None
+
+    def text(self) -> str:
+        return decode(self.data)
+
+
+class Host(Protocol):
+    kind: str  # "live" or "replay"
+
+    def get(self, name: str) -> Capture: ...
+
+    def env(self, name: str) -> Optional[str]: ...
+
+    def env_overrides(self) -> Dict[str, str]: ...
+
+    def info(self) -> Dict[str, Any]: ...
+
+
+def short(msg: str, limit: int = 300) -> str:
+    msg = " ".join(msg.split())
+    return msg if len(msg) <= limit else msg[: limit - 1] + "…"
+
+
+class UnreadableFile(Exception):
+    """A path that is not a regular file we may read (symlink where none is allowed, FIFO, device,
+    folder, loop, permission denied). The message says which, in words."""
+
+
+def _kind_of(mode: int) -> str:
+    import stat
+
+    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def read_regular(path: "str | os.PathLike[str]", max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """At most `max_bytes` of a regular file. Never blocks on a FIFO, never reads a device, and with
+    follow_symlinks=False refuses a symbolic link (a bundle must not point outside itself).
+    FileNotFoundError when nothing is there; UnreadableFile for anything else that goes wrong."""
+    import stat
+
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        if not follow_symlinks or not os.path.lexists(path):
+            raise
+        raise UnreadableFile(f"{path} is a symbolic link to nothing") from None
+    except OSError as exc:  # ELOOP (a symlink loop), EACCES on a folder on the way, ...
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnreadableFile(f"{path} is a symbolic link; replay reads only regular files inside the bundle")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile(f"{path} is {_kind_of(st.st_mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the first look
+            raise UnreadableFile(f"{path} is not a regular file")
+        chunks = []
+        left = max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+class BundleError(Exception):
+    """A replay source that is not a bundle. Carries a user-facing message."""

@@ -1,0 +1,491 @@
+"""The one place that touches the machine.
+
+`LiveHost` runs argv lists (never a shell) with a timeout, reads files, env and platform.
+`ReplayHost` serves a capture bundle (a folder, or a report JSON that embeds one).
+Probes only call `host.get(name)`, `host.env(name)` and `host.info()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional
+
+from .capture import (
+    SPECS,
+    BundleError,
+    Capture,
+    CaptureSpec,
+    UnreadableFile,
+    decode,
+    read_regular,
+    short,
+    spec,
+)
+from .live.proc import run_argv
+
+# Environment variables that probes and rules read; captured into host.json so that a replay
+# sees the same ones. Values that look like secrets never appear here: these are all settings.
+ENV_VARS = (
+    "HSA_OVERRIDE_GFX_VERSION",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "PLAIDML_DEVICE_IDS",
+    "PLAIDML_EXPERIMENTAL",
+    "OCL_ICD_VENDORS",
+    "OCL_ICD_FILENAMES",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "WSL_DISTRO_NAME",
+    "WSL_INTEROP",
+)
+OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
+_SYSTEM = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}.get(
+    sys.platform, "Linux" if sys.platform.startswith("linux") else sys.platform)
+
+
+class LiveHost:
+    """This machine. Every capture is taken at most once (cached), even when several probes
+    ask for it concurrently."""
+
+    kind = "live"
+
+    def __init__(self, timeout_scale: float = 1.0, env: Optional[Mapping[str, str]] = None) -> None:
+        self._cache: Dict[str, Capture] = {}
+        self._locks: Dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._timeout_scale = timeout_scale
+        self._env: Mapping[str, str] = env if env is not None else os.environ
+        self._info: Optional[Dict[str, Any]] = None
+        self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
+
+    def pending(self) -> Dict[str, float]:
+        """Captures being taken now, with the seconds each has taken so far."""
+        now = time.perf_counter()
+        return {n: now - t for n, t in list(self._inflight.items())}
+
+    def prefetch(self, names: Iterable[str]) -> None:
+        """Start taking slow captures now, in background threads (results land in the cache)."""
+        for name in names:
+            threading.Thread(target=self.get, args=(name,), daemon=True, name=f"prefetch-{name}").start()
+
+    # -- Host protocol -------------------------------------------------------------------
+    def env(self, name: str) -> Optional[str]:
+        return self._env.get(name)
+
+    def env_overrides(self) -> Dict[str, str]:
+        return {k: v for k, v in self._env.items() if k.startswith(OVERRIDE_PREFIX)}
+
+    def info(self) -> Dict[str, Any]:
+        if self._info is None:
+            self._info = _live_host_info(self._env)
+        return self._info
+
+    def get(self, name: str) -> Capture:
+        with self._guard:
+            if name in self._cache:
+                return self._cache[name]
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name in self._cache:
+                return self._cache[name]
+            started = time.perf_counter()
+            self._inflight[name] = started
+            try:
+                cap = self._take(spec(name))
+            finally:
+                self._inflight.pop(name, None)
+            cap = Capture(cap.name, cap.status, cap.data, cap.error, time.perf_counter() - started)
+            with self._guard:
+                self._cache[name] = cap
+            return cap
+
+    # -- taking captures -----------------------------------------------------------------
+    def _take(self, s: CaptureSpec) -> Capture:
+        system = _SYSTEM
+        if system not in s.systems:
+            return Capture(s.name, "absent", error=f"not taken on {system}")
+        if s.argv is not None:
+            argv = list(s.argv)
+            if shutil.which(argv[0], path=self._env.get("PATH")) is None:
+                for alt in s.alt_paths:
+                    if os.path.isfile(alt) and os.access(alt, os.X_OK):
+                        argv[0] = alt
+                        break
+            return self.run(s.name, argv, s.timeout * self._timeout_scale, s.ok_codes, s.max_bytes)
+        if s.path is not None:
+            return self.read_file(s.name, s.path, s.max_bytes)
+        if s.internal is not None:
+            producer = _INTERNAL.get(s.internal)
+            if producer is None:
+                return Capture(s.name, "absent", error="only read from bundles")
+            try:
+                return producer(self, s)
+            except Exception as exc:  # a producer bug must cost only this capture
+                return Capture(s.name, "error", error=short(f"{type(exc).__name__}: {exc}"))
+        return Capture(s.name, "absent")
+
+    def run(
+        self,
+        name: str,
+        argv: list[str],
+        timeout: float,
+        ok_codes: Iterable[int] = (0,),
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> Capture:
+        exe = shutil.which(argv[0], path=self._env.get("PATH"))
+        if exe is None:
+            # An absent tool costs a PATH lookup, not a subprocess.
+            return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
+        try:
+            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
+        except subprocess.TimeoutExpired:
+            return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
+        except OSError as exc:
+            return Capture(name, "error", error=short(f"could not run {argv[0]}: {exc}"))
+        proc = subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+        data = proc.stdout[:max_bytes]
+        if proc.returncode not in tuple(ok_codes):
+            detail = decode(proc.stderr).strip() or decode(proc.stdout).strip()
+            return Capture(
+                name,
+                "error",
+                data=data or None,
+                error=short(f"{argv[0]} exited with status {proc.returncode}: {detail}"),
+            )
+        return Capture(name, "ok", data=data)
+
+    def read_file(self, name: str, path: str, max_bytes: int = 8 * 1024 * 1024) -> Capture:
+        try:
+            return Capture(name, "ok", data=read_regular(path, max_bytes))
+        except FileNotFoundError:
+            return Capture(name, "absent", error=f"{path} does not exist")
+        except UnreadableFile as exc:
+            return Capture(name, "error", error=short(str(exc)))
+
+
+_SHARED: Optional[LiveHost] = None
+
+
+def shared_live_host() -> LiveHost:
+    """The process's LiveHost (so a prefetch started early is used by the scan)."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = LiveHost()
+    return _SHARED
+
+
+def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:
+    import platform
+
+    info: Dict[str, Any] = {
+        "system": platform.system(),
+        "release": platform.release(),
+        "version": platform.version(),
+        "machine": platform.machine(),
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "env": {k: env[k] for k in ENV_VARS if k in env},
+    }
+    if info["system"] == "Linux":
+        libc, ver = platform.libc_ver()
+        info["libc"] = f"{libc} {ver}".strip() if libc else None
+    if info["system"] == "Darwin":
+        info["mac_ver"] = platform.mac_ver()[0] or None
+    if info["system"] == "Windows":
+        info["win32_ver"] = list(platform.win32_ver())
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        vm = psutil.virtual_memory()
+        info["memory_total"] = int(vm.total)
+        info["memory_available"] = int(vm.available)
+    except Exception:  # psutil missing or broken: memory stays unknown
+        pass
+    from .live.python import live_python_extras
+
+    info.update(live_python_extras())
+    return info
+
+
+# -- internal producers ------------------------------------------------------------------------
+
+Producer = Callable[[LiveHost, CaptureSpec], Capture]
+
+
+def _json_capture(name: str, doc: Any) -> Capture:
+    return Capture(name, "ok", data=json.dumps(doc, indent=2, sort_keys=True).encode())
+
+
+def _produce_host(host: LiveHost, s: CaptureSpec) -> Capture:
+    return _json_capture(s.name, host.info())
+
+
+def _produce_kfd(host: LiveHost, s: CaptureSpec) -> Capture:
+    root = Path("/sys/class/kfd/kfd/topology/nodes")
+    if not root.is_dir():
+        return Capture(s.name, "absent", error=f"{root} does not exist")
+    parts = []
+    nodes = sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    for node in nodes:
+        try:
+            text = (node / "properties").read_text(errors="replace")
+        except OSError:
+            continue
+        parts.append(f"# node {node.name}\n{text}")
+    return Capture(s.name, "ok", data="".join(parts).encode())
+
+
+def _produce_drm(host: LiveHost, s: CaptureSpec) -> Capture:
+    """One line per DRM card: `card0 0000:03:00.0 0x1002 0x73df amdgpu` (sysfs, no subprocess)."""
+    root = Path("/sys/class/drm")
+    if not root.is_dir():
+        return Capture(s.name, "absent", error=f"{root} does not exist")
+    lines = []
+    for card in sorted(root.glob("card[0-9]*")):
+        if "-" in card.name:
+            continue
+        dev = card / "device"
+        try:
+            vendor = (dev / "vendor").read_text().strip()
+            device = (dev / "device").read_text().strip()
+        except OSError:
+            continue
+        try:
+            driver = os.path.basename(os.readlink(dev / "driver"))
+        except OSError:
+            driver = "-"
+        try:
+            bus = os.path.basename(os.path.realpath(dev))
+        except OSError:
+            bus = "-"
+        lines.append(f"{card.name} {bus} {vendor} {device} {driver}\n")
+    if not lines:
+        return Capture(s.name, "absent", error="no DRM cards")
+    return Capture(s.name, "ok", data="".join(lines).encode())
+
+
+def _produce_wsl(host: LiveHost, s: CaptureSpec) -> Capture:
+    dxg = os.path.exists("/dev/dxg")
+    lib = Path("/usr/lib/wsl/lib")
+    if not dxg and not lib.is_dir():
+        return Capture(s.name, "absent", error="no /dev/dxg and no /usr/lib/wsl/lib")
+    libs = sorted(p.name for p in lib.iterdir()) if lib.is_dir() else []
+    return _json_capture(s.name, {"dev_dxg": dxg, "wsl_lib": libs})
+
+
+def _produce_dxdiag(host: LiveHost, s: CaptureSpec) -> Capture:
+    import tempfile
+
+    if shutil.which("dxdiag") is None:
+        return Capture(s.name, "absent", error="dxdiag not found on PATH")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "dxdiag.txt")
+        cap = host.run(s.name, ["dxdiag", "/t", out], s.timeout)
+        if cap.status != "ok":
+            return cap
+        return host.read_file(s.name, out)
+
+
+def _produce_opencl(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .live.opencl import live_capture
+
+    return live_capture(host, s)
+
+
+def _produce_frameworks(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .live.frameworks import live_inventory
+
+    return _json_capture(s.name, live_inventory())
+
+
+_INTERNAL: Dict[str, Producer] = {
+    "host": _produce_host,
+    "kfd-topology": _produce_kfd,
+    "drm-drivers": _produce_drm,
+    "wsl-dxg": _produce_wsl,
+    "dxdiag": _produce_dxdiag,
+    "opencl": _produce_opencl,
+    "frameworks": _produce_frameworks,
+}
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+class ReplayHost:
+    """Serves a capture bundle: a folder of files, or a report JSON with an embedded bundle."""
+
+    kind = "replay"
+
+    def __init__(self, source: "str | os.PathLike[str]") -> None:
+        self.source = Path(source)
+        self._files: Dict[str, bytes] = {}
+        self._folder: Optional[Path] = None
+        if self.source.is_dir():
+            self._folder = self.source
+        elif self.source.is_file():
+            self._files = _bundle_from_report(self.source)
+        elif os.path.lexists(self.source):
+            raise BundleError(f"{self.source} is neither a folder nor a regular file")
+        else:
+            raise BundleError(f"{self.source} does not exist")
+        self._host_json = self._load_host_json()
+
+    def names(self) -> list[str]:
+        """The capture names present: every entry of the folder that is there at all (a symlink or a
+        FIFO under a capture's name is present, and reading it is an error, not an absence)."""
+        if self._folder is not None:
+            import stat
+
+            try:
+                return sorted(p.name for p in self._folder.iterdir()
+                              if p.name in SPECS or stat.S_ISREG(os.lstat(p).st_mode))
+            except OSError:
+                return []
+        return sorted(self._files)
+
+    def _read(self, name: str) -> Capture:
+        """A capture of the bundle: only a regular file inside the folder, capped at the size a
+        live capture of that name may have."""
+        limit = SPECS[name].max_bytes if name in SPECS else 8 * 1024 * 1024
+        if self._folder is None:
+            data = self._files.get(name)
+            if data is None:
+                return Capture(name, "absent", error=f"{name} is not in the bundle")
+            return Capture(name, "ok", data=data[:limit])
+        try:
+            data = read_regular(self._folder / name, limit, follow_symlinks=False)
+        except FileNotFoundError:
+            return Capture(name, "absent", error=f"{name} is not in the bundle")
+        except UnreadableFile as exc:
+            return Capture(name, "error", error=short(f"{name}: {exc}"))
+        return Capture(name, "ok", data=data)
+
+    def _raw(self, name: str) -> Optional[bytes]:
+        cap = self._read(name)
+        return cap.data if cap.ok else None
+
+    def get(self, name: str) -> Capture:
+        if name not in SPECS:
+            spec(name)  # raises a clear KeyError for a typo in a probe
+        return self._read(name)
+
+    def _load_host_json(self) -> Dict[str, Any]:
+        cap = self._read("host.json")
+        if cap.status == "error":
+            raise BundleError(f"cannot read host.json in {self.source}: {cap.error}")
+        data = cap.data
+        if data is None:
+            return {}
+        try:
+            doc = json.loads(decode(data))
+        except (ValueError, RecursionError) as exc:
+            raise BundleError(f"host.json in {self.source} is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise BundleError(
+                f"host.json in {self.source} is a JSON {type(doc).__name__}, not the object "
+                "`mlprobe capture` writes"
+            )
+        return doc
+
+    def env(self, name: str) -> Optional[str]:
+        env = self._host_json.get("env")
+        if isinstance(env, dict):
+            val = env.get(name)
+            return str(val) if val is not None else None
+        return None
+
+    def env_overrides(self) -> Dict[str, str]:
+        env = self._host_json.get("env")
+        if not isinstance(env, dict):
+            return {}
+        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)}
+
+    def info(self) -> Dict[str, Any]:
+        info = dict(self._host_json)
+        if not info.get("system"):
+            info["system"] = self._infer_system()
+        return info
+
+    def _infer_system(self) -> Optional[str]:
+        names = set(self.names())
+        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt"}:
+            return "Linux"
+        if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
+                    "system_profiler-SPDisplaysDataType.json"}:
+            return "Darwin"
+        if names & {"dxdiag.txt", "Win32_VideoController.json", "Win32_VideoController.txt"}:
+            return "Windows"
+        return None
+
+
+def _bundle_from_report(path: Path) -> Dict[str, bytes]:
+    from ..model.validate import MAX_DOCUMENT_BYTES
+
+    try:
+        raw = read_regular(path, MAX_DOCUMENT_BYTES + 1)
+        if len(raw) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
+        raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
+    if isinstance(doc, dict):
+        from ..model.validate import DocumentError, check_version
+
+        try:
+            check_version(doc, str(path))
+        except DocumentError as exc:
+            raise BundleError(str(exc)) from None
+    bundle = doc.get("capture_bundle") if isinstance(doc, dict) else None
+    if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
+        raise BundleError(
+            f"{path} holds no capture bundle; make the report with `mlprobe report --include-raw`"
+        )
+    files: Dict[str, bytes] = {}
+    for name, entry in bundle["files"].items():
+        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+            files[name] = entry["text"].encode("utf-8")
+        elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
+            try:
+                files[name] = base64.b64decode(entry["base64"])
+            except ValueError as exc:  # binascii.Error
+                raise BundleError(f"{path}: the embedded capture {name} is not valid base64: {exc}") from None
+    return files
+
+
+def open_replay(source: "str | os.PathLike[str]") -> ReplayHost:
+    """A ReplayHost for a path a person gave: besides what ReplayHost refuses, a folder (or report)
+    that holds no capture file at all is refused, since replaying it would just find nothing."""
+    host = ReplayHost(source)
+    if not any(name in SPECS for name in host.names()):
+        raise BundleError(
+            f"{source} holds no capture files (none of the names in docs/CAPTURES.md, such as host.json, "
+            "lspci.txt or nvidia-smi-q-x.xml)"
+        )
+    return host
+
+
+def write_bundle(host: LiveHost, folder: Path, names: Optional[Iterable[str]] = None) -> Dict[str, Capture]:
+    """Take every capture (concurrently) and write the ones that exist into `folder`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = list(names) if names is not None else [n for n, s in SPECS.items() if s.internal != "never"]
+    folder.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        caps = dict(zip(wanted, pool.map(host.get, wanted)))
+    for name, cap in caps.items():
+        # Only what succeeded is written: a replay then sees a failed capture as absent.
+        if cap.data is not None and cap.status == "ok":
+            (folder / name).write_bytes(cap.data)
+    return caps

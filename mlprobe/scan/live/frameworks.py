@@ -1,0 +1,32 @@
+"""The installed frameworks of the running interpreter: dist-info folders on sys.path (a directory
+listing each, no imports), as the `mlprobe-frameworks.json` capture."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+from ...probes._util import sys_path_listing
+from ...probes.frameworks import _DIST_RE, _WANTED, FRAMEWORKS, normalise, parse_torch_version_py
+
+
+def live_inventory() -> List[Dict[str, Any]]:
+    """Scan sys.path for the dist-info of known frameworks (a directory listing each, no imports)."""
+    found: Dict[str, Dict[str, Any]] = {}
+    for entry, fn in sys_path_listing():
+        m = _DIST_RE.match(fn)
+        if not m:
+            continue
+        name = normalise(m.group("name"))
+        if name not in _WANTED or name in found:
+            continue
+        rec: Dict[str, Any] = {"name": name, "version": m.group("version"), "location": entry}
+        if name == "torch":
+            try:
+                with open(os.path.join(entry, "torch", "version.py"), encoding="utf-8") as fh:
+                    rec.update({k: v for k, v in parse_torch_version_py(fh.read()).items()
+                                if k in ("cuda", "hip")})
+            except OSError:
+                pass
+        found[name] = rec
+    return [found[n] for n in FRAMEWORKS if n in found]

@@ -1,0 +1,114 @@
+"""The import graph, built from the code: no circle, and no module imports from a layer above its
+own. Imports inside functions and under TYPE_CHECKING count too (a lazy import is still a
+dependency). Layers, lowest first; a module belongs to the first layer with a prefix that names it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mlprobe"
+
+LAYERS: List[List[str]] = [
+    # vocabulary, typed contracts, knowledge tables, plain helpers: no stage imported
+    ["mlprobe", "mlprobe.errors", "mlprobe.ui", "mlprobe.urls", "mlprobe.schema", "mlprobe.model",
+     "mlprobe.shims"],
+    ["mlprobe.scan.capture"],  # capture names, Capture, the Host protocol
+    ["mlprobe.probes"],  # parse captures into facts; never touch the machine
+    ["mlprobe.scan.live", "mlprobe.scan.host"],  # the machine (or a bundle) behind the Host protocol
+    ["mlprobe.scan"],  # run the probes, merge their facts
+    ["mlprobe.recipes", "mlprobe.plan"],  # facts + recipe data -> plan
+    ["mlprobe.verify"],
+    ["mlprobe.install"],
+    ["mlprobe.render"],
+    ["mlprobe.report"],
+    ["mlprobe.pipeline"],  # scan -> plan -> install -> verify -> report, composed once
+    ["mlprobe.commands", "mlprobe.cli", "mlprobe.__main__"],
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def import_graph() -> Dict[str, Set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: Dict[str, Set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: Set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                candidates = [f"{target}.{a.name}" for a in node.names] + [target]
+            elif isinstance(node, ast.Import):
+                candidates = [a.name for a in node.names]
+            else:
+                continue
+            # `from . import probes` imports the module mlprobe.probes, not the package mlprobe
+            hit = next((c for c in candidates if c in modules), None)
+            if hit and hit != name:
+                found.add(hit)
+        graph[name] = found
+    return graph
+
+
+def layer_of(module: str) -> int:
+    best, best_len = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    assert best >= 0, f"{module} is in no layer: add it to LAYERS in tests/test_layers.py"
+    return best
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in import_graph():
+        layer_of(module)
+
+
+def test_no_import_from_a_higher_layer() -> None:
+    upward = [
+        f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+        for m, targets in sorted(import_graph().items())
+        for t in sorted(targets)
+        if layer_of(t) > layer_of(m)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circle() -> None:
+    graph = import_graph()
+    state: Dict[str, int] = {}
+    stack: List[str] = []
+    circles: List[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not circles, "\n".join(circles)
+
+
+def test_the_graph_sees_a_known_import() -> None:
+    """The graph is read from the code: the scan runs the probes through their registry."""
+    assert "mlprobe.probes" in import_graph()["mlprobe.scan.run"]
