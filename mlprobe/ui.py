@@ -132,11 +132,25 @@ def encodable(text: str) -> str:
 
 def write_file(path: Any, text: str) -> None:
     """Write a whole file or nothing: the text is encoded first and lands under a temporary name,
-    renamed over `path` only when complete (an error never leaves a 0-byte or half file)."""
+    renamed over `path` only when complete (an error never leaves a 0-byte or half file). A device or
+    FIFO (`-o /dev/null`, `-o /dev/stdout`) is written in place; through a symbolic link, the file it
+    names is replaced and the link stays."""
+    import stat
     import tempfile
 
     data = text.encode("utf-8", "backslashreplace")
     target = os.fspath(path)
+    try:
+        st = os.stat(target)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # /dev/null, /dev/stdout, a FIFO: written like `> FILE` would, never replaced by a file
+        # (as root, replacing /dev/null would break the system).
+        _write_stream(target, data, st.st_mode)
+        return
+    if st is not None and os.path.islink(target):
+        target = os.path.realpath(target)  # the file the link names is updated; the link stays
     folder = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(prefix=".mlprobe-", suffix=".tmp", dir=folder)
     try:
@@ -154,6 +168,28 @@ def write_file(path: Any, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_stream(target: Any, data: bytes, mode: int) -> None:
+    """Write into a device or FIFO in place. A FIFO nobody reads is an error, not a hang."""
+    import errno
+    import stat
+
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "it is a folder", target)
+    flags = os.O_WRONLY
+    if stat.S_ISFIFO(mode):
+        flags |= getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(target, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO (named pipe) that no process is reading", target) from None
+        raise
+    if stat.S_ISFIFO(mode) and hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def _umask() -> int:
