@@ -95,3 +95,17 @@ def test_sysctl_survives_mutations(path: Path) -> None:
 @pytest.mark.parametrize("path", LSCPU, ids=[p.parent.name for p in LSCPU])
 def test_lscpu_survives_mutations(path: Path) -> None:
     _fuzz(path, lambda t: cpu.cpu_from_lscpu(cpu.parse_lscpu(t)))
+
+
+def test_a_processor_number_repeated_by_a_paste_is_one_thread() -> None:
+    # Found by the mutation fuzz on the SG2042 capture: `processor : 0` pasted three times was counted
+    # as three threads (66 of 64).
+    text = (FIXTURES / "linux-nogpu-riscv64-sophgo-sg2042-milkv-pioneer-cpuinfo" / "proc-cpuinfo.txt").read_text()
+    base = cpu.parse_proc_cpuinfo(text)
+    first, rest = text.split("\n", 1)
+    assert first.startswith("processor")
+    pasted = cpu.parse_proc_cpuinfo("\n".join([first, first, first, rest]))
+    assert pasted.threads == base.threads == 64
+    x86 = "processor\t: 0\nprocessor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2\n"
+    got = cpu.parse_proc_cpuinfo(x86)
+    assert got.threads == 2 and "sse2" in got.flags

@@ -158,7 +158,7 @@ def _int(value: Optional[str]) -> Optional[int]:
 
 
 def parse_proc_cpuinfo(text: str) -> CpuFacts:
-    from .cpu_ports import detect_port, port_facts
+    from .cpu_ports import _processors, detect_port, port_facts
 
     blocks = _kv_blocks(text)
     port = detect_port(blocks)
@@ -167,7 +167,7 @@ def parse_proc_cpuinfo(text: str) -> CpuFacts:
         got = port_facts(port, text, blocks)
         if got is not None and (got.threads or got.model or got.flags):
             return got
-    procs = [b for b in blocks if "processor" in b and _int(b["processor"]) is not None]
+    procs = _processors(blocks)
     if not procs:
         raise ParseError("no `processor : N` entries in /proc/cpuinfo")
     first = procs[0]

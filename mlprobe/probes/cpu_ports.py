@@ -64,7 +64,20 @@ def _table(key: str) -> List[Dict[str, Any]]:
 
 
 def _processors(blocks: List[Dict[str, str]]) -> List[Dict[str, str]]:
-    return [b for b in blocks if re.fullmatch(r"\d+", b.get("processor", "").strip())]
+    """One block per processor number: a number seen again (a paste that repeats lines) is the same
+    processor, its fields merged into the first block, not another thread."""
+    by_number: Dict[str, Dict[str, str]] = {}
+    for b in blocks:
+        number = b.get("processor", "").strip()
+        if not re.fullmatch(r"\d+", number):
+            continue
+        key = str(int(number))
+        if key in by_number:
+            for k, v in b.items():
+                by_number[key].setdefault(k, v)
+        else:
+            by_number[key] = dict(b)
+    return list(by_number.values())
 
 
 def _first(blocks: List[Dict[str, str]], key: str) -> Optional[str]:
