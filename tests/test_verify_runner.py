@@ -153,7 +153,7 @@ def test_segfault_during_speed_keeps_earlier_stages_and_is_unavailable() -> None
 @needs_torch
 def test_hang_during_learning_is_unavailable_not_a_hang() -> None:
     t0 = time.monotonic()
-    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST, stall=4, timeout=120,
+    doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST, stall=15, timeout=120,
                      inject={"device": "cpu", "stage": "learning", "fault": "hang"})
     assert time.monotonic() - t0 < 60
     rec = only(doc, framework="torch", device="cpu")
