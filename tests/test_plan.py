@@ -101,7 +101,7 @@ def test_framework_filter(reports: Dict[str, Dict[str, Any]]) -> None:
     torch = make_plan(rep, framework="torch")
     assert {e["framework"] for e in torch["recommended"] + torch["rejected"]} == {"torch"}
     with pytest.raises(ValueError):
-        make_plan(rep, framework="jax")
+        make_plan(rep, framework="no-such-framework")
 
 
 # ------------------------------------------------------------------------- installed vs fits (real captures)
