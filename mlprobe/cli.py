@@ -129,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     _safe_streams()
     _early_prefetch(argv)
     from . import ui
-    from .errors import EXIT_INTERRUPTED, EXIT_USAGE, MlprobeError
+    from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LibraryError, MlprobeError
 
     parser = build_parser()
     try:
@@ -145,7 +145,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except LibraryError as narrow:
+            from .commands.advice import advice
+
+            raise advice(narrow) from None
     except MlprobeError as exc:
         print(ui.safe(exc.render()), file=sys.stderr)
         _json_error(argv, exc.ref, exc.what, exc.why, exc.next_step, exc.exit_code)

@@ -12,6 +12,12 @@ EXIT_UNAVAILABLE = 3  # nothing usable (e.g. no recipe fits, no device to verify
 EXIT_INTERRUPTED = 130
 
 
+class LibraryError(Exception):
+    """A narrow failure of library code (a bad index location, an invalid override, ...). It says
+    what went wrong in facts; the command layer (mlprobe/commands/advice.py) turns it into the
+    MlprobeError a person sees: reference, why, next step and exit code."""
+
+
 class ParseError(Exception):
     """A capture was read but is not in the format its parser knows. Recorded as a probe error."""
 

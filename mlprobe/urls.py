@@ -8,22 +8,30 @@ import os
 from typing import Optional
 from urllib.parse import unquote, urlsplit
 
-from .errors import EXIT_USAGE, MlprobeError
+from .errors import LibraryError
 
 INDEX_SCHEMES = ("http", "https", "file")
 
 
+class BadIndexLocation(LibraryError):
+    """An index URL or find-links location that cannot be used. `missing_folder`: a file:// URL whose
+    folder does not exist (else the URL itself is malformed)."""
+
+    def __init__(self, where: str, url: str, why: str, missing_folder: Optional[str] = None) -> None:
+        super().__init__(f"{where} is not a usable index location: {url!r} ({why})")
+        self.where = where
+        self.url = url
+        self.why = why
+        self.missing_folder = missing_folder
+
+
 def check_url(url: str, where: str) -> str:
-    """`url` without a trailing slash, or MlprobeError (E517, exit 2) saying what is wrong with it.
+    """`url` without a trailing slash, or BadIndexLocation saying what is wrong with it.
     `where` names where it came from ("--index-url", "MLPROBE_PYTORCH_INDEX_URL")."""
     text = url.strip()
 
-    def bad(why: str) -> MlprobeError:
-        return MlprobeError(
-            f"{where} is not a usable index location: {url!r}", why=why,
-            next_step="give an http://, https:// or file:// URL of a package index (PEP 503: the folder "
-                      "that holds one page per project), e.g. https://mirror.example/whl/cpu",
-            ref="E517", exit_code=EXIT_USAGE)
+    def bad(why: str) -> BadIndexLocation:
+        return BadIndexLocation(where, url, why)
 
     if not text:
         raise bad("it is empty")
@@ -64,7 +72,5 @@ def check_file_url_exists(url: str, where: str) -> None:
     """A file:// index must be a folder that exists: pip would only say it found nothing."""
     path = file_url_path(url)
     if path is not None and not os.path.isdir(path):
-        raise MlprobeError(f"{where} points at a folder that does not exist: {path}",
-                           why=f"{url} is a file:// URL; pip reads the project pages from that folder",
-                           next_step="check the path, or pass the URL of an index over http(s)",
-                           ref="E517", exit_code=EXIT_USAGE)
+        raise BadIndexLocation(where, url, f"{url} is a file:// URL; pip reads the project pages from "
+                               "that folder", missing_folder=path)

@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.cli import main
 from mlprobe.scan.host import ReplayHost
-from mlprobe.report.diff import DiffInputError, Side, diff_document, diff_sides, load_side, render_table
-from mlprobe.report.envelope import ReportOptions, build_report
+from mlprobe.pipeline import diff_side as load_side
+from mlprobe.report.diff import DiffInputError, Side, diff_document, diff_sides, render_table
+from mlprobe.pipeline import build_report
+from mlprobe.report.envelope import ReportOptions
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES

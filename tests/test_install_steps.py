@@ -119,9 +119,13 @@ def test_index_urls_from_the_command_line_are_checked(url: str, ok: bool) -> Non
     if ok:
         assert check_url(url, "--index-url") == url.rstrip("/")
         return
-    with pytest.raises(MlprobeError) as e:
+    from mlprobe.commands.advice import advice
+    from mlprobe.urls import BadIndexLocation
+
+    with pytest.raises(BadIndexLocation) as e:
         check_url(url, "--index-url")
-    assert e.value.ref == "E517" and e.value.exit_code == 2 and "--index-url" in e.value.what
+    shown = advice(e.value)
+    assert shown.ref == "E517" and shown.exit_code == 2 and "--index-url" in shown.what
 
 
 def test_missing_file_index_and_find_links_folder_are_usage_errors(tmp_path: Path) -> None:
@@ -129,9 +133,13 @@ def test_missing_file_index_and_find_links_folder_are_usage_errors(tmp_path: Pat
     for opts in (InstallOptions(index_url=(tmp_path / "nope").as_uri()),
                  InstallOptions(find_links=(str(tmp_path / "nope"),)),
                  InstallOptions(extra_index_urls=("ftp://x/y",))):
-        with pytest.raises(MlprobeError) as e:
+        from mlprobe.commands.advice import advice
+        from mlprobe.urls import BadIndexLocation
+
+        with pytest.raises((BadIndexLocation, MlprobeError)) as e:
             build_plan(rec, opts)
-        assert e.value.ref == "E517" and e.value.exit_code == 2
+        shown = advice(e.value) if isinstance(e.value, BadIndexLocation) else e.value
+        assert isinstance(shown, MlprobeError) and shown.ref == "E517" and shown.exit_code == 2
     assert build_plan(rec, InstallOptions(index_url=tmp_path.as_uri())).sources.index_url == tmp_path.as_uri()
 
 

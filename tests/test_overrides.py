@@ -91,10 +91,11 @@ def test_invalid_overrides_are_errors(tmp_path: Path, monkeypatch: pytest.Monkey
     user_error(rc, err)
     assert name in err
     monkeypatch.setenv(name, value)  # this machine's environment
-    from mlprobe.errors import MlprobeError
+    from mlprobe.commands.advice import advice
     from mlprobe.scan.host import LiveHost
-    from mlprobe.scan.run import scan
+    from mlprobe.scan.run import BadOverride, scan
 
-    with pytest.raises(MlprobeError) as info:
+    with pytest.raises(BadOverride) as info:
         scan(LiveHost(), only=["python"])
-    assert info.value.exit_code == EXIT_USAGE and name in info.value.what
+    shown = advice(info.value)
+    assert shown.exit_code == EXIT_USAGE and shown.ref == "E004" and name in shown.what

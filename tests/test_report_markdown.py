@@ -15,7 +15,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mlprobe.scan.host import ReplayHost
-from mlprobe.report.envelope import ReportOptions, build_report
+from mlprobe.pipeline import build_report
+from mlprobe.report.envelope import ReportOptions
 from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks, render_markdown
 
 from .conftest import FIXTURES

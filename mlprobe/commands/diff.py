@@ -26,12 +26,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.diff import DiffInputError, diff_document, diff_sides, load_side, render_table
+    from ..pipeline import diff_side
+    from ..report.diff import DiffInputError, diff_document, diff_sides, render_table
 
     sides = []
     for path in (args.a, args.b):
         try:
-            sides.append(load_side(path))
+            sides.append(diff_side(path))
         except DiffInputError as exc:
             raise MlprobeError(
                 f"cannot compare {path}",

@@ -132,18 +132,12 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             raise MlprobeError(f"{args.recipe_file} is not a recipe", why="expected a JSON object",
                                next_step="see `mlprobe install --help`", ref="E513", exit_code=EXIT_USAGE)
         return doc, None, False
-    from ..scan.run import facts_to_report, scan
+    from .. import pipeline
     from .common import host_source, make_host
 
     host = make_host(args)
-    report = facts_to_report(scan(host), host_source(host, args))
-    try:
-        from ..plan.planner import make_plan
-    except ImportError as exc:
-        raise MlprobeError("this mlprobe has no planner", why=str(exc),
-                           next_step="pass a recipe with --recipe-file FILE", ref="E513",
-                           exit_code=EXIT_USAGE) from None
-    plan = make_plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
+    report = pipeline.scan_report(host, host_source(host, args))
+    plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
 
 

@@ -40,12 +40,12 @@ def run(args: argparse.Namespace) -> int:
             ref="E201",
             exit_code=EXIT_USAGE,
         )
-    from ..plan.planner import explain_variants, make_plan, why_not
-    from ..scan.run import facts_to_report
+    from .. import pipeline
+    from ..plan.planner import explain_variants, why_not
 
     host = make_host(args)
-    report = facts_to_report(scan_host(host), host_source(host, args))
-    plan = make_plan(report, framework=args.framework, python=args.python, env=os.environ)
+    report = pipeline.scan_report(host, host_source(host, args), scanner=scan_host)
+    plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ)
     plan["source"] = report.get("source")
     if args.why_not:
         try:

@@ -65,7 +65,8 @@ def _check_output(path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.envelope import ReportOptions, build_report
+    from ..pipeline import build_report
+    from ..report.envelope import ReportOptions
     from ..report.markdown import render_markdown
 
     if args.output:

@@ -249,6 +249,3 @@ def python_quiet_env() -> Dict[str, str]:
     env.pop("PYTHONPATH", None)
     return env
 
-
-def this_python() -> str:
-    return sys.executable or "python3"

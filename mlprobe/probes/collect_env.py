@@ -124,11 +124,6 @@ def parse_collect_env(text: str) -> CollectEnv:
 # -- facts -------------------------------------------------------------------------------------------------
 
 
-def _mm(version: Optional[str]) -> Optional[str]:
-    m = re.match(r"^(\d+)\.(\d+)", version or "")
-    return f"{int(m.group(1))}.{int(m.group(2))}" if m else None
-
-
 def _system(env: CollectEnv) -> Optional[str]:
     os_line = env.get("OS") or ""
     platform = env.get("Python platform") or ""

@@ -21,7 +21,6 @@ X86_LEVELS: Tuple[Tuple[int, Tuple[str, ...]], ...] = (
     (3, ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
     (4, ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
 )
-X86_V1 = ("cmov", "cx8", "fpu", "fxsr", "mmx", "sse", "sse2")
 
 # The flags that matter for ML, in the order the terminal shows them.
 ML_FLAGS = (

@@ -9,7 +9,7 @@ import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .markdown import plan_picks
 
@@ -56,27 +56,16 @@ class DiffInputError(Exception):
     """An input that is none of: report, scan JSON, bundle folder."""
 
 
-def _plan_for(scan: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    from .envelope import plan_section
-
-    plan = plan_section(scan)
-    return plan if plan.get("available") is not False else None
+PlanFor = Callable[[Dict[str, Any]], Optional[Dict[str, Any]]]
+ScanBundle = Callable[[Path], Dict[str, Any]]
 
 
-def _bundle_side(p: Path) -> Side:
+def _bundle_side(p: Path, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
     """A capture bundle (folder, or report with embedded captures), scanned and planned here."""
-    from ..scan.capture import BundleError
-    from ..scan.host import open_replay
-    from ..scan.run import facts_to_report, scan
-
-    try:
-        host = open_replay(p)
-    except BundleError as exc:
-        raise DiffInputError(str(exc)) from None
     from ..ui import display_path
 
-    rep = facts_to_report(scan(host), {"kind": "replay", "bundle": display_path(p)})
-    return Side(display_path(p), rep, _plan_for(rep), "bundle")
+    rep = scan_bundle(p)
+    return Side(display_path(p), rep, plan_for(rep), "bundle")
 
 
 def _label(p: Path) -> str:
@@ -85,10 +74,12 @@ def _label(p: Path) -> str:
     return display_path(p)
 
 
-def load_side(path: str) -> Side:
+def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
+    """One side of a diff. `scan_bundle` scans a bundle folder (raising DiffInputError when it is
+    none), `plan_for` plans a scan that came without a plan (mlprobe.pipeline.diff_side gives both)."""
     p = Path(path)
     if p.is_dir():
-        return _bundle_side(p)
+        return _bundle_side(p, scan_bundle, plan_for)
     from ..scan.capture import UnreadableFile, read_regular
     from ..model.validate import MAX_DOCUMENT_BYTES
 
@@ -117,9 +108,9 @@ def load_side(path: str) -> Side:
             plan = None
         return Side(_label(p), doc["scan"], plan, "report")
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
-        return Side(_label(p), doc, _plan_for(doc), "scan")
+        return Side(_label(p), doc, plan_for(doc), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
-        return _bundle_side(p)
+        return _bundle_side(p, scan_bundle, plan_for)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")
 
 

@@ -1,5 +1,6 @@
 """The report envelope: one versioned document with the scan, the plan, verify results (when asked)
-and the capture bundle (when asked), redacted as a whole by one Redactor.
+and the capture bundle (when asked), redacted as a whole by one Redactor. The stages themselves are
+run by mlprobe.pipeline.build_report; nothing here scans, plans or verifies.
 
     {"report_version": 1, "kind": "mlprobe-report", "mlprobe_version": ..., "generated_at": ...,
      "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?,
@@ -12,9 +13,7 @@ and the capture bundle (when asked), redacted as a whole by one Redactor.
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
-import importlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -74,41 +73,6 @@ def collect_bundle(host: Host) -> Dict[str, bytes]:
     return {c.name: c.data for c in caps if c.ok and c.data is not None}
 
 
-def plan_section(scan_report: Dict[str, Any]) -> Dict[str, Any]:
-    """`mlprobe.plan.make_plan(report, framework="any")`, or a note saying why there is none."""
-    try:
-        plan_mod = importlib.import_module("mlprobe.plan.planner")
-    except ImportError:
-        return {"available": False, "note": "no plan: this mlprobe has no planner (mlprobe.plan)"}
-    make_plan = getattr(plan_mod, "make_plan", None)
-    if not callable(make_plan):
-        return {"available": False, "note": "no plan: mlprobe.plan has no make_plan()"}
-    try:
-        result = make_plan(copy.deepcopy(scan_report), framework="any", env=os.environ)
-    except Exception as exc:  # a planner bug must not cost the whole report
-        return {"available": False, "note": f"no plan: make_plan failed ({type(exc).__name__}: {exc})"}
-    out = plain(result)
-    return out if isinstance(out, dict) else {"available": True, "result": out}
-
-
-def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
-    if host.kind == "replay":
-        return {
-            "available": False,
-            "note": "verify runs on this machine, so it is skipped for a replayed bundle",
-        }
-    try:
-        run_verify = importlib.import_module("mlprobe.verify.runner").run_verify
-    except (ImportError, AttributeError):
-        return {"available": False, "note": "no verify: this mlprobe has no verifier (mlprobe.verify)"}
-    try:
-        out = plain(run_verify(python=python) if python else run_verify())
-    except Exception as exc:  # MlprobeError included: the report still carries the rest
-        what = getattr(exc, "what", None) or str(exc)
-        return {"available": False, "note": f"verify failed: {type(exc).__name__}: {what}"}
-    return out if isinstance(out, dict) else {"available": True, "result": out}
-
-
 def bundle_entry(data: bytes, redactor: Redactor, name: str) -> Dict[str, str]:
     if redactor.enabled:
         return {"text": redactor.redact_capture(name, data)}
@@ -118,19 +82,17 @@ def bundle_entry(data: bytes, redactor: Redactor, name: str) -> Dict[str, str]:
     return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def build_report(
+def assemble(
     host: Host,
+    scan_report: Dict[str, Any],
+    plan: Dict[str, Any],
+    verify: Optional[Dict[str, Any]],
     options: ReportOptions = ReportOptions(),
-    source: Optional[Dict[str, Any]] = None,
     now: Optional[str] = None,
     env: Optional[Dict[str, str]] = None,
 ) -> Dict[str, Any]:
-    from ..scan.run import facts_to_report, scan
-
-    facts = scan(host)
-    scan_report = facts_to_report(facts, source)
-    plan = plan_section(scan_report)
-    verify = verify_section(host, options.python) if (options.verify or options.python) else None
+    """The envelope around a scan, its plan and (when asked) verify results, redacted as a whole.
+    Composing the stages is mlprobe.pipeline.build_report's job; this only wraps and redacts."""
     # A live report without --include-raw takes no extra captures (dxdiag alone can take 20 s): this
     # machine's names come from the host itself (Redactor.seed_live), the rest is found by shape.
     files = collect_bundle(host) if (options.include_raw or host.kind != "live") else {}
@@ -181,7 +143,3 @@ def report_schema() -> Dict[str, Any]:
         doc = json.load(fh)
     assert isinstance(doc, dict)
     return doc
-
-
-def is_report(doc: Any) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("scan"), dict) and "report_version" in doc

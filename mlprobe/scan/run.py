@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import probes as registry
+from ..errors import LibraryError
 from ..model.facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
 from .capture import Host
 
@@ -169,11 +170,20 @@ def merge_gpus(observations: List[Tuple[str, List[GpuFacts]]]) -> List[GpuFacts]
 OVERRIDABLE = ("CPU_FLAGS", "PYTHON_VERSION")
 
 
+class BadOverride(LibraryError):
+    """An MLPROBE_OVERRIDE_<FACT> that mlprobe does not know, or whose value is no value of the fact."""
+
+    def __init__(self, key: str, value: str, where: str, why: str) -> None:
+        super().__init__(f"invalid override {key}={value!r} ({where}): {why}")
+        self.key = key
+        self.value = value
+        self.where = where
+        self.why = why
+
+
 def check_overrides(overrides: Dict[str, str], where: str) -> None:
     """An override that is not one mlprobe knows, or whose value is not a value of that fact, is an
-    error (exit 2): a silent typo would make a plan for a machine nobody has."""
-    from ..errors import EXIT_USAGE, MlprobeError
-
+    error (BadOverride; exit 2): a silent typo would make a plan for a machine nobody has."""
     known = ", ".join(f"MLPROBE_OVERRIDE_{k}" for k in OVERRIDABLE)
     for key, value in overrides.items():
         fact = key[len("MLPROBE_OVERRIDE_"):]
@@ -185,8 +195,7 @@ def check_overrides(overrides: Dict[str, str], where: str) -> None:
         elif fact == "CPU_FLAGS" and not re.fullmatch(r"[A-Za-z0-9_.]+(\s+[A-Za-z0-9_.]+)*", value.strip()):
             why = "expected CPU flags in /proc/cpuinfo spelling, separated by spaces, e.g. \"sse sse2 avx\""
         if why:
-            raise MlprobeError(f"invalid override {key}={value!r} ({where})", why=why,
-                               next_step=f"fix or remove {key} ({where})", ref="E004", exit_code=EXIT_USAGE)
+            raise BadOverride(key, value, where, why)
 
 
 def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "environment") -> Facts:

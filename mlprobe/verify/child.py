@@ -9,7 +9,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -187,6 +186,3 @@ def child_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
         env.update(extra)
     return env
 
-
-def this_python() -> str:
-    return sys.executable or "python3"
