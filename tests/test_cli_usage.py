@@ -172,3 +172,32 @@ def test_replayed_scan_does_not_speak_of_this_python_and_counts_right(tmp_path: 
     from mlprobe.render.terminal import count
 
     assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "? cores"
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+@pytest.mark.parametrize("what,why", [
+    ("folder", "it is a folder"),
+    ("venv", "its interpreter is"),
+    ("text", "it is not executable"),
+    ("device", "it is not a regular file"),
+])
+def test_python_that_is_not_an_interpreter_is_a_usage_error(tmp_path: Path, command: str, what: str,
+                                                            why: str) -> None:
+    """`--python .venv` (the folder), a text file or /dev/null: a usage error that says what the path
+    is (it was 'could not start ... Permission denied', exit 3)."""
+    if os.name != "posix":
+        pytest.skip("executable bits and /dev/null are POSIX")
+    path: "str | Path"
+    if what == "folder":
+        path = tmp_path
+    elif what == "venv":
+        path = tmp_path / "env"
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "python").write_text("", encoding="utf-8")
+    elif what == "text":
+        path = tmp_path / "notes.txt"
+        path.write_text("hello", encoding="utf-8")
+    else:
+        path = "/dev/null"
+    rc, out, err = run(command, "--python", path)
+    assert rc == EXIT_USAGE and "[E601]" in err and why in err, err
