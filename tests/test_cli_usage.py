@@ -201,3 +201,48 @@ def test_python_that_is_not_an_interpreter_is_a_usage_error(tmp_path: Path, comm
         path = "/dev/null"
     rc, out, err = run(command, "--python", path)
     assert rc == EXIT_USAGE and "[E601]" in err and why in err, err
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["install", "--recipe-file", str(ROOT)], EXIT_USAGE),
+    (["plan", "--no-such-flag"], EXIT_USAGE),
+    (["scan", "--replay", "/nonexistent/bundle"], EXIT_USAGE),
+])
+def test_an_error_keeps_its_exit_status_when_the_reader_of_stderr_is_gone(argv: List[str], code: int) -> None:
+    """`mlprobe … 2>&1 | head -1`: the error's later lines meet a closed pipe; the status stays the
+    error's (it was 1, from a BrokenPipeError escaping the error handler)."""
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-m", "mlprobe", *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, cwd=ROOT)
+        assert p.stdout is not None
+        p.stdout.readline()
+        p.stdout.close()
+        assert p.wait(timeout=120) == code
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closing a standard stream at start is POSIX shell")
+@pytest.mark.parametrize("closed", ["stdout", "stderr", "both"])
+@pytest.mark.parametrize("argv,code", [
+    (["scan", "--replay", str(BUNDLE)], 0),
+    (["report", "--replay", str(BUNDLE)], 0),
+    (["install", "--recipe-file", str(ROOT)], EXIT_USAGE),
+])
+def test_closed_standard_streams(closed: str, argv: List[str], code: int) -> None:
+    """`mlprobe scan >&-` (Python then has no sys.stdout at all): the same exit status, no traceback."""
+    keep = {"stdout": (2,), "stderr": (1,), "both": ()}[closed]
+    import tempfile
+
+    with tempfile.TemporaryFile() as log:
+        def close_streams() -> None:
+            for fd in (1, 2):
+                if fd not in keep:
+                    os.close(fd)
+                else:
+                    os.dup2(log.fileno(), fd)
+
+        p = subprocess.run([sys.executable, "-m", "mlprobe", *argv], cwd=ROOT, timeout=120,
+                           preexec_fn=close_streams)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    assert p.returncode == code, text
+    assert "Traceback" not in text
