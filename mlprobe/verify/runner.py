@@ -61,6 +61,10 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
     res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout)
     for ev in res.events:
         if ev.get("event") == "discover":
+            # The answer of another interpreter: only the shapes the payload sends are kept.
+            fws = ev.get("frameworks")
+            ev["frameworks"] = {str(k): v for k, v in fws.items() if isinstance(v, dict)} \
+                if isinstance(fws, dict) else {}
             return ev
     raise MlprobeError(
         f"could not run the verify probe in {python}",
