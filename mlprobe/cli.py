@@ -86,7 +86,13 @@ def _early_prefetch(argv: List[str]) -> None:
 
 def _safe_streams() -> None:
     """Output never fails on encoding: characters the terminal's encoding lacks are escaped
-    (PYTHONIOENCODING=ascii, a C locale, a non-UTF-8 file name)."""
+    (PYTHONIOENCODING=ascii, a C locale, a non-UTF-8 file name). A stream closed at start
+    (`>&-`, `2>&-`: Python makes it None) writes to nothing instead of failing."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -96,17 +102,47 @@ def _safe_streams() -> None:
                 pass
 
 
-def _pipe_closed() -> None:
+def _pipe_closed(stdout: bool = True) -> None:
     """The reader went away (`mlprobe plan | head -1`): that is a normal end, exit 0 quietly.
-    Whatever is still buffered for stdout goes nowhere instead of failing at exit."""
+    Whatever is still buffered for stdout (or stderr, with `2>&1 | head -1`) goes nowhere instead
+    of failing at exit."""
     import os
 
+    for stream in ((sys.stdout, sys.stderr) if stdout else (sys.stderr,)):
+        try:
+            fd = stream.fileno()
+            if stream is sys.stderr and not _reader_gone(fd):
+                continue
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _reader_gone(fd: int) -> bool:
+    """A pipe whose reading end is closed (poll reports an error on the writing end)."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return False
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
+        p = select.poll()
+        p.register(fd, select.POLLOUT)
+        return any(ev & select.POLLERR for _fd, ev in p.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _say(text: str) -> None:
+    """An error line on stderr; a stderr nobody reads any more does not change the exit status."""
+    if sys.stderr is None:  # started with stderr closed (`2>&-`)
+        return
+    try:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        _pipe_closed(stdout=False)
 
 
 def _json_error(argv: List[str], ref: str, what: str, why: Optional[str], next_step: Optional[str],
@@ -125,7 +161,15 @@ def _json_error(argv: List[str], ref: str, what: str, why: Optional[str], next_s
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    code = _main(list(sys.argv[1:] if argv is None else argv))
+    try:  # what is still buffered: a reader that went away is a normal end, not exit 120
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        _pipe_closed()
+    return code
+
+
+def _main(argv: List[str]) -> int:
     _safe_streams()
     _early_prefetch(argv)
     from . import ui
@@ -135,8 +179,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        sys.stderr.write(exc.usage)
-        print(f"mlprobe: error: {exc}", file=sys.stderr)
+        _say(exc.usage + f"mlprobe: error: {exc}")
         _json_error(argv, "E002", str(exc), None, "see `mlprobe --help` or `mlprobe COMMAND --help`",
                     EXIT_USAGE)
         return EXIT_USAGE
@@ -152,11 +195,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
             raise advice(narrow) from None
     except MlprobeError as exc:
-        print(ui.safe(exc.render()), file=sys.stderr)
+        _say(ui.safe(exc.render()))
         _json_error(argv, exc.ref, exc.what, exc.why, exc.next_step, exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         _pipe_closed()
@@ -177,6 +220,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             next_step="check that the path exists, that you may read or write it, and that the disk has room",
             ref="E001",
         )
-        print(ui.safe(err.render()), file=sys.stderr)
+        _say(ui.safe(err.render()))
         _json_error(argv, err.ref, err.what, err.why, err.next_step, err.exit_code)
         return err.exit_code

@@ -239,6 +239,27 @@ def test_install_from_a_recipe_file_that_is_not_one(tmp_path: Path, content: str
     assert "E513" in err
 
 
+@pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev/zero are POSIX")
+@pytest.mark.parametrize("what", ["fifo", "zero", "folder", "huge"])
+def test_a_recipe_file_that_never_ends_is_refused_not_read(tmp_path: Path, what: str) -> None:
+    """`--recipe-file /dev/zero` read until memory ran out and a FIFO hung; both are refused now."""
+    from mlprobe.commands.install import RECIPE_FILE_MAX_BYTES
+
+    path = tmp_path / "r.json"
+    if what == "fifo":
+        os.mkfifo(path)
+    elif what == "zero":
+        path = Path("/dev/zero")
+    elif what == "folder":
+        path = tmp_path
+    else:
+        with open(path, "wb") as fh:
+            fh.truncate(RECIPE_FILE_MAX_BYTES + 10)
+    rc, _, err = run("install", "--recipe-file", path)
+    user_error(rc, err)
+    assert "E513" in err
+
+
 # -- the net under every command ----------------------------------------------------------------------
 
 

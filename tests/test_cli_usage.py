@@ -172,3 +172,77 @@ def test_replayed_scan_does_not_speak_of_this_python_and_counts_right(tmp_path: 
     from mlprobe.render.terminal import count
 
     assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "? cores"
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+@pytest.mark.parametrize("what,why", [
+    ("folder", "it is a folder"),
+    ("venv", "its interpreter is"),
+    ("text", "it is not executable"),
+    ("device", "it is not a regular file"),
+])
+def test_python_that_is_not_an_interpreter_is_a_usage_error(tmp_path: Path, command: str, what: str,
+                                                            why: str) -> None:
+    """`--python .venv` (the folder), a text file or /dev/null: a usage error that says what the path
+    is (it was 'could not start ... Permission denied', exit 3)."""
+    if os.name != "posix":
+        pytest.skip("executable bits and /dev/null are POSIX")
+    path: "str | Path"
+    if what == "folder":
+        path = tmp_path
+    elif what == "venv":
+        path = tmp_path / "env"
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "python").write_text("", encoding="utf-8")
+    elif what == "text":
+        path = tmp_path / "notes.txt"
+        path.write_text("hello", encoding="utf-8")
+    else:
+        path = "/dev/null"
+    rc, out, err = run(command, "--python", path)
+    assert rc == EXIT_USAGE and "[E601]" in err and why in err, err
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["install", "--recipe-file", str(ROOT)], EXIT_USAGE),
+    (["plan", "--no-such-flag"], EXIT_USAGE),
+    (["scan", "--replay", "/nonexistent/bundle"], EXIT_USAGE),
+])
+def test_an_error_keeps_its_exit_status_when_the_reader_of_stderr_is_gone(argv: List[str], code: int) -> None:
+    """`mlprobe … 2>&1 | head -1`: the error's later lines meet a closed pipe; the status stays the
+    error's (it was 1, from a BrokenPipeError escaping the error handler)."""
+    for _ in range(3):
+        p = subprocess.Popen([sys.executable, "-m", "mlprobe", *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, cwd=ROOT)
+        assert p.stdout is not None
+        p.stdout.readline()
+        p.stdout.close()
+        assert p.wait(timeout=120) == code
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closing a standard stream at start is POSIX shell")
+@pytest.mark.parametrize("closed", ["stdout", "stderr", "both"])
+@pytest.mark.parametrize("argv,code", [
+    (["scan", "--replay", str(BUNDLE)], 0),
+    (["report", "--replay", str(BUNDLE)], 0),
+    (["install", "--recipe-file", str(ROOT)], EXIT_USAGE),
+])
+def test_closed_standard_streams(closed: str, argv: List[str], code: int) -> None:
+    """`mlprobe scan >&-` (Python then has no sys.stdout at all): the same exit status, no traceback."""
+    keep = {"stdout": (2,), "stderr": (1,), "both": ()}[closed]
+    import tempfile
+
+    with tempfile.TemporaryFile() as log:
+        def close_streams() -> None:
+            for fd in (1, 2):
+                if fd not in keep:
+                    os.close(fd)
+                else:
+                    os.dup2(log.fileno(), fd)
+
+        p = subprocess.run([sys.executable, "-m", "mlprobe", *argv], cwd=ROOT, timeout=120,
+                           preexec_fn=close_streams)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    assert p.returncode == code, text
+    assert "Traceback" not in text

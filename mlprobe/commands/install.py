@@ -111,6 +111,9 @@ def _abs_link(x: str) -> str:
     return str(Path(x).expanduser().absolute())
 
 
+RECIPE_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
 def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """(recommendation dict, scan report or None, replayed?)"""
     import json
@@ -119,9 +122,15 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..install.steps import pick_recommendation
 
     if args.recipe_file:
+        from ..host import UnreadableFile, read_regular
+
         try:
-            doc = json.loads(Path(args.recipe_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
+            # a regular file only, capped: `--recipe-file /dev/zero` or a FIFO must not hang
+            raw = read_regular(args.recipe_file, RECIPE_FILE_MAX_BYTES + 1)
+            if len(raw) > RECIPE_FILE_MAX_BYTES:
+                raise ValueError(f"it is larger than {RECIPE_FILE_MAX_BYTES >> 20} MiB")
+            doc = json.loads(raw.decode("utf-8"))
+        except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
             raise MlprobeError(f"cannot read the recipe file {args.recipe_file}", why=str(exc),
                                next_step="pass a JSON file: one recommendation, or a plan from "
                                          "`mlprobe plan --json`",

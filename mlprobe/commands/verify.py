@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import EXIT_UNAVAILABLE, MlprobeError
 from ..model.vocabulary import vocabulary
 from .common import device, print_json, seconds
 
@@ -56,6 +57,15 @@ def run(args: argparse.Namespace) -> int:
         doc = run_verify(python=target, framework=args.framework, device=args.device, timeout=args.timeout,
                          quick=args.quick, baseline_pythons=baselines, cpu_peers=not args.no_cpu_peers,
                          on_event=progress.event, env=env)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # The payload answers from another interpreter; an answer of shapes it never sends (a
+        # sitecustomize printing on stdout, an interpreter that is not Python) is not a traceback.
+        raise MlprobeError(
+            f"the verify probe in {target} answered in a form mlprobe cannot read",
+            why=f"{type(exc).__name__}: {exc}",
+            next_step="run it with the interpreter of a normal Python environment, "
+                      "e.g. `--python .venv/bin/python`",
+            ref="E604", exit_code=EXIT_UNAVAILABLE) from None
     finally:
         progress.stop()
     if args.json:

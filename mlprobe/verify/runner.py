@@ -32,10 +32,26 @@ PLAIDML_CPU_NOTE = ("PlaidML's {id} is its LLVM CPU device: it runs on the CPU, 
 def resolve_python(python: Optional[str]) -> str:
     if not python:
         return sys.executable
-    found = shutil.which(python) if os.sep not in python else (python if os.path.exists(python) else None)
+    found = shutil.which(python) if os.sep not in python else None
+    if found is None and os.path.exists(python):  # a path, or a name in this folder (`--python .venv`)
+        found = python
     if not found or not os.path.exists(found):
         raise MlprobeError(
             f"no Python interpreter at {python}", why="verify runs its test in the interpreter you name",
+            next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
+            ref="E601", exit_code=EXIT_USAGE)
+    why = None
+    if os.path.isdir(found):
+        venv_python = os.path.join(found, "Scripts" if os.name == "nt" else "bin",
+                                   "python.exe" if os.name == "nt" else "python")
+        why = "it is a folder" + (f"; its interpreter is {venv_python}" if os.path.isfile(venv_python) else "")
+    elif not os.path.isfile(found):
+        why = "it is not a regular file"
+    elif os.name == "posix" and not os.access(found, os.X_OK):
+        why = "it is not executable"
+    if why:
+        raise MlprobeError(
+            f"{found} is not a Python interpreter", why=why,
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
             ref="E601", exit_code=EXIT_USAGE)
     return found
@@ -46,6 +62,10 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
     res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout)
     for ev in res.events:
         if ev.get("event") == "discover":
+            # The answer of another interpreter: only the shapes the payload sends are kept.
+            fws = ev.get("frameworks")
+            ev["frameworks"] = {str(k): v for k, v in fws.items() if isinstance(v, dict)} \
+                if isinstance(fws, dict) else {}
             return ev
     raise MlprobeError(
         f"could not run the verify probe in {python}",
