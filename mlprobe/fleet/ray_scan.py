@@ -9,8 +9,11 @@ tasks still running are cancelled (their workers killed) and reported as `timeou
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import EXIT_USAGE, MlprobeError
 from .document import build_fleet
@@ -94,8 +97,37 @@ def _alive_ids(ray: Any) -> Optional[set[str]]:
         return None
 
 
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Ray's driver prints cluster events ("(raylet) Raylet is terminated ...") to standard output,
+    from Python and from C++; while it runs, file descriptor 1 points at standard error so that the
+    answer on stdout (`--json`) stays one clean document."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[Event] = None,
                  now: Optional[str] = None) -> Dict[str, Any]:
+    with stdout_to_stderr():
+        return _scan_cluster(address, timeout, verify, on_event, now)
+
+
+def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional[Event],
+                  now: Optional[str]) -> Dict[str, Any]:
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
