@@ -111,7 +111,7 @@ def summarize(doc: Dict[str, Any]) -> Dict[str, Any]:
     cuda = _dict(rt.get("cuda"))
     rocm = _dict(rt.get("rocm"))
     gpus = sorted((gpu_summary(g) for g in _list(scan.get("gpus")) if isinstance(g, dict)),
-                  key=lambda g: json.dumps(g, sort_keys=True))
+                  key=lambda g: tuple(str(v) for v in g.values()))
     builds = sorted({b for f in _list(scan.get("frameworks")) if isinstance(f, dict)
                      for b in [framework_build(f)] if b})
     drivers = sorted({d for d in [_s(cuda.get("driver_version"))] + [g["driver_version"] for g in gpus] if d})
@@ -144,7 +144,8 @@ def hardware_key(s: Dict[str, Any]) -> str:
     with its target (CUDA compute capability or AMD gfx)."""
     cpu = s["cpu"]
     gpus = [[g["vendor"], g["name"], g["compute_capability"], g["gfx_target"]] for g in s["gpus"]]
-    return json.dumps([cpu["arch"], cpu["model"], cpu["x86_64_level"], sorted(gpus, key=json.dumps)])
+    return json.dumps([cpu["arch"], cpu["model"], cpu["x86_64_level"],
+                       sorted(gpus, key=lambda g: tuple(str(v) for v in g))])
 
 
 def key_id(key: str) -> str:
