@@ -81,8 +81,9 @@ def _version_key(v: str) -> Tuple[int, ...]:
 
 def labels_for(report: Dict[str, Any], prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
     """name -> value for one node, from its report (`mlprobe report`: scan + plan)."""
-    scan = report.get("scan") if isinstance(report.get("scan"), dict) else report
-    plan = report.get("plan") if isinstance(report.get("plan"), dict) else {}
+    scan_v, plan_v = report.get("scan"), report.get("plan")
+    scan: Dict[str, Any] = scan_v if isinstance(scan_v, dict) else report
+    plan: Dict[str, Any] = plan_v if isinstance(plan_v, dict) else {}
     cpu = scan.get("cpu") or {}
     gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
     rt = scan.get("runtimes") or {}
