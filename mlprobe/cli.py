@@ -1,4 +1,4 @@
-"""Command line: `mlprobe scan|capture|schema|plan|install|verify|report|diff`.
+"""Command line: `mlprobe scan|capture|schema|plan|install|verify|report|diff|fleet|labels`.
 
 Each command lives in mlprobe/commands/<name>.py with `register(subparsers)`; the parser it adds
 sets `func(args) -> int`. Command modules import their heavy parts inside `func`, so that
@@ -15,7 +15,8 @@ from . import __version__
 if TYPE_CHECKING:
     import argparse
 
-COMMANDS = ["scan", "capture", "schema", "plan", "install", "verify", "report", "diff", "completion"]
+COMMANDS = ["scan", "capture", "schema", "plan", "install", "verify", "report", "diff", "fleet", "labels",
+            "completion"]
 
 EXIT_CODES_HELP = """exit codes:
   0    done (diff: no differences)
@@ -78,7 +79,10 @@ def _add_verbosity(p: "argparse.ArgumentParser", default: object) -> None:
 def _early_prefetch(argv: List[str]) -> None:
     """`mlprobe scan` on this machine: start the OpenCL child process before anything else is
     imported, since enumerating OpenCL is the slowest capture and everything else hides behind it."""
-    if len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv):
+    import os
+
+    if (len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv)
+            and not os.environ.get("MLPROBE_REPLAY")):
         from .scan.live._early import start_opencl_child
 
         start_opencl_child()

@@ -24,7 +24,8 @@ LAYERS: List[List[str]] = [
     ["mlprobe.render"],
     ["mlprobe.report"],
     ["mlprobe.pipeline"],  # scan -> plan -> install -> verify -> report, composed once
-    ["mlprobe.commands", "mlprobe.cli", "mlprobe.__main__"],
+    # the commands; a fleet runs the commands' own scan (host choice, report) on each node
+    ["mlprobe.commands", "mlprobe.cli", "mlprobe.__main__", "mlprobe.fleet"],
 ]
 
 

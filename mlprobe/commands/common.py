@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, Dict, Optional
 
@@ -18,16 +19,39 @@ def add_replay(p: argparse.ArgumentParser) -> None:
                         "instead of this machine")
 
 
-def make_host(args: argparse.Namespace) -> Host:
+# A capture bundle to read instead of this machine, for every command that scans (a fleet node
+# started with it, planning on another machine's behalf); --replay on the command line wins.
+REPLAY_ENV = "MLPROBE_REPLAY"
+
+
+def replay_request(args: argparse.Namespace) -> "tuple[Optional[str], Optional[str]]":
+    """(bundle, how it was asked for: "--replay" or "MLPROBE_REPLAY"), or (None, None) for live."""
     replay = getattr(args, "replay", None)
     if replay:
+        return replay, "--replay"
+    env = os.environ.get(REPLAY_ENV)
+    if env:
+        return env, REPLAY_ENV
+    return None, None
+
+
+def make_host(args: argparse.Namespace) -> Host:
+    replay, via = replay_request(args)
+    if replay:
+        if via == REPLAY_ENV:
+            from .. import ui
+
+            ui.note(f"{REPLAY_ENV} is set: reading the capture bundle {ui.display_path(replay)}, "
+                    "not this machine")
         try:
             return open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
-                f"cannot replay {replay}", why=str(exc),
+                f"cannot replay {replay}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
+                why=str(exc),
                 next_step="pass a folder written by `mlprobe capture DIR`, a fixture folder, or a "
-                          "report made with `mlprobe report --include-raw`",
+                          "report made with `mlprobe report --include-raw`"
+                          + (f"; or unset {REPLAY_ENV} to scan this machine" if via == REPLAY_ENV else ""),
                 ref="E101", exit_code=EXIT_USAGE,
             ) from None
     return shared_live_host()
@@ -56,7 +80,11 @@ def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:
     if host.kind == "replay":
         from ..ui import display_path
 
-        return {"kind": "replay", "bundle": display_path(getattr(args, "replay", ""))}
+        replay, via = replay_request(args)
+        source: Dict[str, Any] = {"kind": "replay", "bundle": display_path(replay or "")}
+        if via == REPLAY_ENV:
+            source["via"] = REPLAY_ENV
+        return source
     return {"kind": "live"}
 
 

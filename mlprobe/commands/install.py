@@ -122,7 +122,7 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from ..install.steps import pick_recommendation
 
     if args.recipe_file:
-        from ..host import UnreadableFile, read_regular
+        from ..scan.capture import UnreadableFile, read_regular
 
         try:
             # a regular file only, capped: `--recipe-file /dev/zero` or a FIFO must not hang

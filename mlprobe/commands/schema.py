@@ -1,4 +1,4 @@
-"""`mlprobe schema [scan|report|recipe]`: print a JSON Schema mlprobe publishes."""
+"""`mlprobe schema [scan|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import sys
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json` (or of a report)")
-    p.add_argument("which", nargs="?", choices=("scan", "report", "recipe"), default="scan",
-                   help="scan: `mlprobe scan --json` (default); report: `mlprobe report`; recipe: a recipe file")
+    p.add_argument("which", nargs="?", choices=("scan", "report", "recipe", "fleet"), default="scan",
+                   help="scan: `mlprobe scan --json` (default); report: `mlprobe report`; recipe: a recipe "
+                        "file; fleet: `mlprobe fleet scan|merge`")
     p.set_defaults(func=run)
 
 
@@ -24,6 +25,10 @@ def run(args: argparse.Namespace) -> int:
         from ..report.envelope import report_schema
 
         doc = report_schema()
+    elif args.which == "fleet":
+        from ..fleet.document import fleet_schema
+
+        doc = fleet_schema()
     else:
         from ..recipes import recipe_schema
 

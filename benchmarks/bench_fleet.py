@@ -1,0 +1,144 @@
+"""Fleet figures.
+
+1. `mlprobe fleet merge` of N report files (default 10,000; real reports of 8 fixture bundles, copied
+   per node, with driver and torch drift injected on known nodes): wall time and peak memory of the
+   command (its own process, measured by the kernel: ru_maxrss of the child), whether every injected
+   drift was found (and nothing else), and whether every group holds exactly one template's nodes.
+2. `mlprobe fleet scan` on a 4-node local Ray cluster (ray start --head + 3 ray start --address; the
+   nodes replay the H200, RX 6700 XT and Opteron bundles, the head scans this machine), against
+   `mlprobe report` of this machine (the same scan + plan on one node), after the cluster is up:
+   overhead = fleet scan - single report, median of repeats; beside it Ray's own floor for the same
+   round trip with empty tasks (a new worker process per node is most of it).
+
+    python benchmarks/bench_fleet.py [--nodes 10000] [--skip-merge] [--skip-scan] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fleet_gen import template_reports, write_fleet  # noqa: E402
+
+
+def run_child(argv: List[str], env: "dict[str, str] | None" = None) -> Tuple[float, float, "subprocess.CompletedProcess[str]"]:
+    """(wall s, peak RSS MiB of this child alone, result): a fresh process per measurement."""
+    code = ("import resource,subprocess,sys,time,json;t=time.perf_counter();"
+            "p=subprocess.run(sys.argv[1:],capture_output=True,text=True);w=time.perf_counter()-t;"
+            "r=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
+            "sys.stderr.write(p.stderr);sys.stdout.write(json.dumps({'wall':w,'rss_kib':r,'rc':p.returncode,'out':p.stdout}))")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, env=env)
+    info = json.loads(proc.stdout)
+    result = subprocess.CompletedProcess(argv, info["rc"], info["out"], proc.stderr)
+    return info["wall"], info["rss_kib"] / 1024, result
+
+
+def bench_merge(nodes: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="mlprobe-fleet-bench-") as tmp:
+        folder = Path(tmp) / "reports"
+        t = time.perf_counter()
+        membership, injected = write_fleet(folder, nodes, templates=template_reports())
+        size = sum(f.stat().st_size for f in folder.iterdir())
+        print(f"generated {nodes:,} reports ({size / 2**20:,.0f} MiB, {len(injected)} injected drifts) in "
+              f"{time.perf_counter() - t:.1f} s")
+        out = Path(tmp) / "fleet.json"
+        # the files are in the page cache after writing; a first run warms Python's own caches
+        wall, rss, proc = run_child([sys.executable, "-m", "mlprobe", "fleet", "merge", str(folder), "-o", str(out)])
+        if proc.returncode != 0:
+            raise SystemExit(f"fleet merge failed: {proc.stderr[-2000:]}")
+        doc = json.loads(out.read_text())
+        found = {(d["node"], d["field"]) for d in doc["drift"]}
+        pure = all(len({membership[n] for n in g["nodes"]}) == 1 for g in doc["groups"])
+        print(f"fleet merge of {nodes:,} reports: {wall:.2f} s wall, peak memory {rss:,.0f} MiB "
+              f"(targets: <= 10 s, <= 1024 MiB)")
+        print(f"  groups: {len(doc['groups'])} (templates: {len(set(membership.values()))}), each group one "
+              f"template's nodes: {pure}")
+        print(f"  drift: {len(found)} found, {len(injected)} injected, all found: {found >= injected}, "
+              f"nothing else: {found <= injected}")
+        print(f"  fleet report: {out.stat().st_size / 2**20:.1f} MiB")
+        wall2, rss2, _ = run_child([sys.executable, "-m", "mlprobe", "fleet", "show", str(out), "--html",
+                                    str(Path(tmp) / "fleet.html")])
+        print(f"fleet show --html of it: {wall2:.2f} s, peak {rss2:,.0f} MiB")
+
+
+# A fresh driver: connect, one empty task pinned to each node (a new worker process there), disconnect.
+NOOP = """
+import sys, ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+noop = ray.remote(lambda: 1)
+nodes = [n for n in ray.nodes() if n["Alive"]]
+ray.get([noop.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+                      num_cpus=0).remote() for n in nodes])
+ray.shutdown()
+"""
+
+
+def bench_scan(repeats: int) -> None:
+    from tests.ray_cluster import LocalRayCluster
+
+    fixtures = ROOT / "fixtures"
+    cluster = LocalRayCluster()
+    try:
+        t = time.perf_counter()
+        cluster.start_head("live")
+        for name, bundle in (("h200", "linux-nvidia-h200-mlprobe-capture"),
+                             ("rx6700xt", "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo"),
+                             ("opteron", "linux-nogpu-amd-opteron-8354-no-avx")):
+            cluster.add_node(name, {"MLPROBE_REPLAY": str(fixtures / bundle)})
+        cluster.wait_nodes(4)
+        print(f"4-node local Ray cluster up in {time.perf_counter() - t:.1f} s ({os.cpu_count()} CPUs here)")
+        env = {k: v for k, v in os.environ.items() if k not in ("MLPROBE_REPLAY", "RAY_ADDRESS")}
+        single: List[float] = []
+        fleet: List[float] = []
+        floor: List[float] = []
+        for _ in range(repeats):
+            w, _, p = run_child([sys.executable, "-c", NOOP, cluster.address], env)
+            assert p.returncode == 0, p.stderr[-2000:]
+            floor.append(w)
+            w, _, p = run_child([sys.executable, "-m", "mlprobe", "report", "-o", os.devnull, "--format", "json"], env)
+            assert p.returncode == 0, p.stderr
+            single.append(w)
+            w, _, p = run_child([sys.executable, "-m", "mlprobe", "fleet", "scan", "--address", cluster.address,
+                                 "--json", "--timeout", "120"], env)
+            assert p.returncode == 0, p.stderr[-2000:]
+            assert json.loads(p.stdout)["summary"]["by_status"] == {"ok": 4}
+            fleet.append(w)
+        s, f = statistics.median(single), statistics.median(fleet)
+        print(f"single `mlprobe report` here: median {s:.2f} s ({', '.join(f'{x:.2f}' for x in single)})")
+        print(f"`mlprobe fleet scan` of 4 nodes: median {f:.2f} s ({', '.join(f'{x:.2f}' for x in fleet)})")
+        fl = statistics.median(floor)
+        print(f"Ray's own floor (connect + one empty pinned task per node + disconnect): median {fl:.2f} s "
+              f"({', '.join(f'{x:.2f}' for x in floor)})")
+        print(f"overhead of fleet scan over a single scan: {f - s:.2f} s (target <= 2 s); "
+              f"of which Ray's floor minus a single scan: {fl - s:.2f} s")
+    finally:
+        cluster.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--skip-merge", action="store_true")
+    ap.add_argument("--skip-scan", action="store_true")
+    a = ap.parse_args()
+    if not a.skip_merge:
+        bench_merge(a.nodes)
+    if not a.skip_scan:
+        bench_scan(a.repeats)
+
+
+if __name__ == "__main__":
+    main()

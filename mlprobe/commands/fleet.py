@@ -1,0 +1,220 @@
+"""`mlprobe fleet scan|merge|show`: many machines in one report.
+
+scan: one task per alive node of a Ray cluster (`mlprobe[ray]`); merge: `mlprobe report` files
+gathered any other way; show: a fleet report as tables, JSON or one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from .. import ui
+from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
+from .common import seconds
+
+# A fleet report with every node's full report embedded can be large; anything beyond this is not one.
+MAX_FLEET_BYTES = 1024 * 1024 * 1024
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from ..cli import _add_verbosity
+
+    p = sub.add_parser(
+        "fleet", help="many machines: scan a Ray cluster, merge report files, show a fleet report",
+        description="Scan every node of a Ray cluster (or merge `mlprobe report` files), group the nodes "
+        "by hardware, plan per group and show which nodes drifted from their group's driver or "
+        "framework builds.")
+    fs = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
+
+    s = fs.add_parser("scan", help="one scan task per alive node of a Ray cluster (needs mlprobe[ray])",
+                      description="Run `mlprobe report`'s scan and plan on every alive node of a Ray cluster, "
+                      "each task pinned to its node. A node that dies, times out or lacks mlprobe is "
+                      "reported with its status; the others are kept. Exit 1 when any node has no report.")
+    s.add_argument("--address", default=None,
+                   help="the cluster's address, HOST:PORT of its head (default: RAY_ADDRESS, else 'auto': "
+                        "the cluster this machine belongs to)")
+    s.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"time limit for the whole scan; nodes without an answer by then are 'timeout' "
+                        f"(default {DEFAULT_TIMEOUT_S:g})")
+    s.add_argument("--verify", action="store_true", help="also run verify on each live node (slow)")
+    s.add_argument("--json", action="store_true", help="print the fleet report as JSON")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the fleet report (JSON) here")
+    s.set_defaults(func=run_scan)
+
+    m = fs.add_parser("merge", help="a fleet report from `mlprobe report` files",
+                      description="Build the fleet report from report files gathered any way (ssh, Slurm, "
+                      "configuration management). A folder stands for the *.json files in it.")
+    m.add_argument("files", nargs="+", metavar="FILE", help="report files (or folders of them)")
+    m.add_argument("--skip-bad", action="store_true",
+                   help="leave out files that are not readable reports (listed as warnings) instead of stopping")
+    m.add_argument("--embed-reports", action="store_true",
+                   help="keep each node's whole report in the fleet report (large for big fleets)")
+    m.add_argument("--json", action="store_true", help="print the fleet report as JSON")
+    m.add_argument("-o", "--output", metavar="FILE", help="write the fleet report (JSON) here")
+    m.set_defaults(func=run_merge)
+
+    sh = fs.add_parser("show", help="print a fleet report as tables (or JSON, or an HTML page)")
+    sh.add_argument("file", metavar="FILE", help="a fleet report (`fleet scan -o` or `fleet merge -o`)")
+    sh.add_argument("--json", action="store_true", help="print it as JSON")
+    sh.add_argument("--html", metavar="OUT", help="write one self-contained HTML page here")
+    sh.add_argument("--all", action="store_true", help="every node and drift row, however many")
+    sh.set_defaults(func=run_show)
+
+    for sp in fs.choices.values():
+        _add_verbosity(sp, argparse.SUPPRESS)
+    def no_subcommand(_args: argparse.Namespace) -> int:
+        p.print_help()
+        return EXIT_USAGE
+
+    p.set_defaults(func=no_subcommand)
+
+
+def _check_output(path: Optional[str]) -> None:
+    if not path:
+        return
+    pp = Path(path)
+    if pp.is_dir() or not pp.parent.is_dir():
+        raise MlprobeError(f"cannot write to {ui.display_path(path)}",
+                           why="it is a folder" if pp.is_dir() else f"the folder {ui.display_path(pp.parent)} does not exist",
+                           next_step="pass a file in a folder that exists", ref="E905", exit_code=EXIT_USAGE)
+
+
+# Indented JSON goes through Python's pure-Python encoder (several times slower than the C one); a
+# fleet larger than this is written compact.
+INDENT_NODES = 500
+
+
+def fleet_json(doc: Dict[str, Any]) -> str:
+    if len(doc["nodes"]) <= INDENT_NODES:
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _emit(doc: Dict[str, Any], args: argparse.Namespace) -> None:
+    if args.output:
+        ui.write_file(args.output, fleet_json(doc))
+        ui.note(f"wrote {ui.display_path(args.output)} ({doc['summary']['nodes']} nodes, "
+                f"{doc['summary']['groups']} groups); show it with: mlprobe fleet show {ui.display_path(args.output)}")
+    if args.json:
+        sys.stdout.write(fleet_json(doc))
+    elif not args.output:
+        from ..fleet.render import render_fleet
+
+        render_fleet(doc)
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    from ..fleet.ray_scan import scan_cluster
+
+    _check_output(args.output)
+    address = args.address or os.environ.get("RAY_ADDRESS") or "auto"
+
+    def event(name: str, status: str, secs: Optional[float], detail: str) -> None:
+        line = f"node {name}: {status}" + (f" in {secs:.1f} s" if secs is not None else "") + \
+            (f" ({detail})" if detail else "")
+        if ui.progress_enabled():
+            print(ui.safe_line(line), file=sys.stderr)
+        else:
+            ui.debug(line)
+
+    with ui.progress(f"fleet scan of {address}"):
+        doc = scan_cluster(address, args.timeout, verify=args.verify, on_event=event)
+    _emit(doc, args)
+    return 0 if all(n["status"] == "ok" for n in doc["nodes"]) else EXIT_FAILURE
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from ..fleet.merge import merge_reports
+
+    _check_output(args.output)
+
+    def progress(done: int, total: int) -> None:
+        ui.debug(f"read {done}/{total} reports")
+
+    with ui.progress("fleet merge: reading reports"):
+        doc = merge_reports(args.files, keep_reports=args.embed_reports, skip_bad=args.skip_bad,
+                            on_progress=progress)
+    for w in doc["warnings"]:
+        ui.note(f"warning: {w}")
+    _emit(doc, args)
+    return 0
+
+
+def read_fleet(path: str) -> Dict[str, Any]:
+    from ..fleet.document import FLEET_VERSION
+    from ..scan.capture import UnreadableFile, read_regular
+
+    shown = ui.display_path(path)
+
+    def bad(why: str) -> MlprobeError:
+        return MlprobeError(f"cannot read the fleet report {shown}", why=why,
+                            next_step="pass a file written by `mlprobe fleet scan -o FILE` or "
+                                      "`mlprobe fleet merge -o FILE`", ref="E906", exit_code=EXIT_USAGE)
+
+    try:
+        data = read_regular(path, MAX_FLEET_BYTES + 1)
+    except FileNotFoundError:
+        raise bad("no such file") from None
+    except UnreadableFile as exc:
+        raise bad(ui.display_path(str(exc))) from None
+    if len(data) > MAX_FLEET_BYTES:
+        raise bad("larger than 1 GiB")
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        raise bad("the bytes are not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise bad("JSON nested too deeply to read") from None
+    if not isinstance(doc, dict) or "fleet_version" not in doc:
+        hint = " (it looks like a node report: merge node reports with `mlprobe fleet merge`)" \
+            if isinstance(doc, dict) and "report_version" in doc else ""
+        raise bad("it has no fleet_version: not a fleet report" + hint)
+    v = doc.get("fleet_version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise bad(f"fleet_version is {v!r}, expected 1")
+    if v > FLEET_VERSION:
+        raise bad(f"fleet_version {v} is newer than this mlprobe reads ({FLEET_VERSION}); upgrade mlprobe")
+    shape = {"summary": dict, "nodes": list, "groups": list, "drift": list}
+    for key, kind in shape.items():
+        if not isinstance(doc.get(key), kind):
+            raise bad(f"{key} is missing or not a JSON {'object' if kind is dict else 'list'}")
+    return doc
+
+
+def run_show(args: argparse.Namespace) -> int:
+    doc = read_fleet(args.file)
+    if args.html:
+        from ..fleet.html import render_html
+
+        _check_output(args.html)
+        try:
+            page = render_html(doc)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise MlprobeError(f"cannot show {ui.display_path(args.file)}",
+                               why=f"a field is not what a fleet report holds ({type(exc).__name__}: {exc})",
+                               next_step="regenerate it with `mlprobe fleet merge` or `fleet scan`",
+                               ref="E906", exit_code=EXIT_USAGE) from None
+        ui.write_file(args.html, page)
+        ui.note(f"wrote {ui.display_path(args.html)} (one self-contained page)")
+        if not args.json:
+            return 0
+    if args.json:
+        sys.stdout.write(fleet_json(doc))
+        return 0
+    from ..fleet.render import render_fleet
+
+    try:
+        render_fleet(doc, all_rows=args.all)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise MlprobeError(f"cannot show {ui.display_path(args.file)}",
+                           why=f"a field is not what a fleet report holds ({type(exc).__name__}: {exc})",
+                           next_step="regenerate it with `mlprobe fleet merge` or `fleet scan`",
+                           ref="E906", exit_code=EXIT_USAGE) from None
+    return 0

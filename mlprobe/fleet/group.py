@@ -1,0 +1,94 @@
+"""Groups and drift. Nodes are grouped by hardware (summary.hardware_key); inside a group the
+software each node runs (GPU driver, CUDA and ROCm versions, each framework's build) is compared
+field by field with the group's majority, and a node that differs is drift. Grouping by hardware
+first is what makes drift visible: an H200 node on an older driver is one odd node among its peers,
+not a group of its own."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .summary import hardware_key, hardware_label, key_id
+
+# Fields whose difference from the group's majority is drift.
+SOFTWARE_FIELDS = ("driver", "cuda", "rocm")
+
+
+def software_of(s: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """field -> value: the driver/runtime fields, then `framework:NAME` -> that framework's build."""
+    out: Dict[str, Optional[str]] = {f: s.get(f) for f in SOFTWARE_FIELDS}
+    for build in s.get("frameworks") or []:
+        name = build.split(" ", 1)[0]
+        key = f"framework:{name}"
+        out[key] = build if key not in out else f"{out[key]}; {build}"
+    return out
+
+
+def _majority(values: Counter[Optional[str]]) -> Tuple[Optional[str], int]:
+    """The most common value; a tie goes to a known value over an absent one, then to the value that
+    sorts last, so that the answer does not depend on the order of the input."""
+    best = max(values.items(), key=lambda kv: (kv[1], kv[0] is not None, kv[0] or ""))
+    return best[0], best[1]
+
+
+def build_groups(nodes: Iterable[Tuple[str, Dict[str, Any]]]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """(groups, drift) from (node name, summary) pairs of the nodes that have a report."""
+    by_key: Dict[str, List[Tuple[str, Dict[str, Any]]]] = {}
+    for name, s in nodes:
+        by_key.setdefault(hardware_key(s), []).append((name, s))
+    groups: List[Dict[str, Any]] = []
+    drift: List[Dict[str, Any]] = []
+    for key, members in by_key.items():
+        gid = "g-" + key_id(key)
+        softs = [software_of(s) for _, s in members]
+        fields = sorted({f for sw in softs for f in sw}, key=lambda f: (f.startswith("framework:"), f))
+        software: Dict[str, Any] = {}
+        majority: Dict[str, Optional[str]] = {}
+        for f in fields:
+            counts: Counter[Optional[str]] = Counter(sw.get(f) for sw in softs)
+            value, n = _majority(counts)
+            majority[f] = value
+            software[f] = {"majority": value, "nodes": n, "variants": len(counts),
+                           "contested": n * 2 <= len(members) and len(counts) > 1}
+        drift_nodes: List[str] = []
+        rep: Optional[Tuple[str, Dict[str, Any]]] = None
+        for (name, s), sw in zip(members, softs):
+            diffs = [(f, sw.get(f)) for f in fields if sw.get(f) != majority[f]]
+            if not diffs:
+                rep = rep or (name, s)
+                continue
+            drift_nodes.append(name)
+            for f, v in diffs:
+                drift.append({"node": name, "group": gid, "field": f, "value": v,
+                              "majority": majority[f], "majority_nodes": software[f]["nodes"],
+                              "group_nodes": len(members)})
+        rep_name, rep_summary = rep or members[0]
+        groups.append({
+            "id": gid,
+            "label": hardware_label(rep_summary),
+            "hardware": {"cpu": rep_summary["cpu"], "gpus": rep_summary["gpus"]},
+            "count": len(members),
+            "nodes": [name for name, _ in members],
+            "software": software,
+            "representative": rep_name,
+            "plan": rep_summary.get("plan"),
+            "installed": _installed_findings(members),
+            "drift_nodes": drift_nodes,
+        })
+    groups.sort(key=lambda g: (-g["count"], g["label"]))
+    return groups, drift
+
+
+def _installed_findings(members: List[Tuple[str, Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Each distinct finding on an installed build (plan `installed`), with the nodes that have it."""
+    seen: Dict[Tuple[Optional[str], ...], Dict[str, Any]] = {}
+    for name, s in members:
+        for item in s.get("installed") or []:
+            k = tuple(item.get(f) for f in ("package", "version", "build", "status", "message"))
+            entry = seen.get(k)
+            if entry is None:
+                entry = seen[k] = dict(item, count=0, nodes=[])
+            entry["count"] += 1
+            entry["nodes"].append(name)
+    return sorted(seen.values(), key=lambda e: (e.get("status") == "ok", -e["count"], e.get("package") or ""))

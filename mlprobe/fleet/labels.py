@@ -1,0 +1,152 @@
+"""Kubernetes node labels for node-feature-discovery's `local` feature source: a file in
+/etc/kubernetes/node-feature-discovery/features.d/ with one `<namespace>/<name>=<value>` line per
+label, which nfd-worker reads and nfd-master puts on the node.
+
+The rules every label here passes are NFD's (pkg/apis/nfd/validate Label(), built on Kubernetes'
+IsQualifiedName and IsValidLabelValue):
+- name: `<prefix>/<name>`; the prefix a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.',
+  each part beginning and ending alphanumeric, at most 253 characters); the name at most 63
+  characters of alphanumerics, '-', '_' and '.', beginning and ending alphanumeric;
+- a prefix of kubernetes.io or a subdomain of it is refused by nfd-master, except
+  feature.node.kubernetes.io, profile.node.kubernetes.io and their subdomains (so the default,
+  mlprobe.feature.node.kubernetes.io, needs no -extra-label-ns);
+- value: at most 63 characters, empty or alphanumerics, '-', '_' and '.', beginning and ending
+  alphanumeric.
+A feature file larger than 64 kB is ignored by NFD."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from .. import __version__
+
+DEFAULT_PREFIX = "mlprobe.feature.node.kubernetes.io"
+FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
+MAX_FILE_BYTES = 64 * 1024
+
+_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_ALLOWED_K8S = ("feature.node.kubernetes.io", "profile.node.kubernetes.io")
+
+
+def prefix_problems(prefix: str) -> List[str]:
+    out = []
+    if len(prefix) > 253:
+        out.append("the prefix is longer than 253 characters")
+    if not _SUBDOMAIN.match(prefix):
+        out.append("the prefix must be a DNS subdomain: lower-case letters, digits, '-' and '.', each part "
+                   "beginning and ending with a letter or digit (e.g. example.com)")
+    if (prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io")) and not any(
+            prefix == a or prefix.endswith("." + a) for a in _ALLOWED_K8S):
+        out.append("nfd-master refuses the kubernetes.io namespace except feature.node.kubernetes.io, "
+                   "profile.node.kubernetes.io and their subdomains")
+    return out
+
+
+def label_problems(key: str, value: str) -> List[str]:
+    """Why NFD would refuse this label (empty when it is valid)."""
+    out: List[str] = []
+    prefix, sep, name = key.rpartition("/")
+    if not sep:
+        out.append("no namespace prefix (`prefix/name`)")
+    else:
+        out.extend(prefix_problems(prefix))
+    if not name or len(name) > 63:
+        out.append(f"the name {name!r} must be 1 to 63 characters")
+    elif not _NAME.match(name):
+        out.append(f"the name {name!r} must be alphanumerics, '-', '_' and '.', beginning and ending alphanumeric")
+    if len(value) > 63:
+        out.append(f"the value {value!r} is longer than 63 characters")
+    elif not _VALUE.match(value):
+        out.append(f"the value {value!r} must be empty or alphanumerics, '-', '_' and '.', beginning and ending "
+                   "alphanumeric")
+    return out
+
+
+def clean(text: Any, limit: int = 63) -> str:
+    """Any text as a valid label value (or name part): other characters become '-', runs of them
+    one, and the ends are trimmed to an alphanumeric. May be empty."""
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text))
+    s = re.sub(r"-{2,}", "-", s)
+    s = re.sub(r"^[^A-Za-z0-9]+", "", s)[:limit]
+    return re.sub(r"[^A-Za-z0-9]+$", "", s)
+
+
+def _version_key(v: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def labels_for(report: Dict[str, Any], prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
+    """name -> value for one node, from its report (`mlprobe report`: scan + plan)."""
+    scan_v, plan_v = report.get("scan"), report.get("plan")
+    scan: Dict[str, Any] = scan_v if isinstance(scan_v, dict) else report
+    plan: Dict[str, Any] = plan_v if isinstance(plan_v, dict) else {}
+    cpu = scan.get("cpu") or {}
+    gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
+    rt = scan.get("runtimes") or {}
+    raw: List[Tuple[str, Any]] = []
+    if cpu.get("arch"):
+        raw.append(("cpu.arch", cpu["arch"]))
+    if isinstance(cpu.get("x86_64_level"), int):
+        raw.append(("cpu.x86-64-level", cpu["x86_64_level"]))
+    raw.append(("gpu.count", len(gpus)))
+    vendors = sorted({str(g.get("vendor") or "unknown") for g in gpus})
+    if vendors:
+        raw.append(("gpu.vendor", vendors[0] if len(vendors) == 1 else "mixed"))
+    for vendor in vendors:
+        mine = [g for g in gpus if str(g.get("vendor") or "unknown") == vendor]
+        v = clean(vendor).lower() or "unknown"
+        raw.append((f"gpu.{v}.count", len(mine)))
+        # the discrete GPU's name where there is one (an APU's iGPU beside a Radeon card is not the model)
+        names = [str(g["name"]) for g in mine if g.get("name") and not g.get("integrated")] or \
+            [str(g["name"]) for g in mine if g.get("name")]
+        if names:
+            raw.append((f"gpu.{v}.model", max(sorted(set(names)), key=names.count)))
+        ccs = sorted({str(g["compute_capability"]) for g in mine if g.get("compute_capability")}, key=_version_key)
+        if ccs:
+            # what every GPU of this vendor on the node supports: the lowest
+            raw.append((f"gpu.{v}.compute-capability", ccs[0]))
+        for gfx in sorted({str(g.get("gfx_target") or g.get("runtime_gfx_target")) for g in mine
+                           if g.get("gfx_target") or g.get("runtime_gfx_target")}):
+            raw.append((f"gpu.{v}.{clean(gfx).lower()}", "true"))
+    cuda = rt.get("cuda") or {}
+    driver = cuda.get("driver_version") or next((g.get("driver_version") for g in gpus
+                                                if g.get("vendor") == "nvidia" and g.get("driver_version")), None)
+    if driver:
+        raw.append(("cuda.driver", driver))
+        major = re.match(r"\d+", str(driver))
+        if major:
+            raw.append(("cuda.driver.major", major.group(0)))
+    if cuda.get("version"):
+        raw.append(("cuda.version", cuda["version"]))
+    rocm = rt.get("rocm") or {}
+    if rocm.get("version"):
+        raw.append(("rocm.version", rocm["version"]))
+    top = plan.get("top") or {}
+    backend_of = {r.get("recipe"): r.get("backend") for r in plan.get("recommended") or [] if isinstance(r, dict)}
+    for fw in sorted(k for k in top if isinstance(k, str)):
+        recipe = top[fw]
+        f = clean(fw).lower()
+        raw.append((f"backend.{f}", backend_of.get(recipe) or "none" if recipe else "none"))
+        if recipe:
+            raw.append((f"recipe.{f}", recipe))
+    raw.append(("mlprobe.version", __version__))
+    out: Dict[str, str] = {}
+    for name, value in raw:
+        v = clean(value)
+        n = clean(name)
+        if n and (v or value == ""):
+            out[f"{prefix}/{n}"] = v
+    return out
+
+
+def features_file(labels: Dict[str, str], source: Optional[str] = None) -> str:
+    lines = [f"# node labels written by mlprobe {__version__} for node-feature-discovery's local source",
+             f"# ({FEATURES_DIR}/); regenerate with `mlprobe labels -o FILE`"]
+    if source:
+        lines.append(f"# {source}")
+    lines.extend(f"{k}={v}" for k, v in labels.items())
+    return "\n".join(lines) + "\n"

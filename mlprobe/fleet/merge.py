@@ -1,0 +1,30 @@
+"""`mlprobe fleet merge`: the fleet report from report files gathered any way (ssh, Slurm,
+configuration management). Each file is read, boiled down to its summary and dropped, so that memory
+grows with the number of nodes, not with the size of their reports."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .document import build_fleet
+from .load import expand_inputs, iter_names, load_many
+
+
+def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
+                  on_progress: Optional[Callable[[int, int], None]] = None,
+                  now: Optional[str] = None) -> Dict[str, Any]:
+    started = time.monotonic()
+    files = expand_inputs(paths)
+    loaded, problems = load_many(files, keep_reports=keep_reports, skip_bad=skip_bad, on_progress=on_progress)
+    names = dict(iter_names([item.path for item in loaded]))
+    nodes: List[Dict[str, Any]] = []
+    for item in loaded:
+        node: Dict[str, Any] = {"name": names[item.path], "file": item.path, "status": "ok", "error": None,
+                                "group": None, "facts": item.summary}
+        if item.report is not None:
+            node["report"] = item.report
+        nodes.append(node)
+    warnings = [f"left out: {p}" for p in problems]
+    source = {"kind": "merge", "files": len(files), "seconds": round(time.monotonic() - started, 3)}
+    return build_fleet(nodes, source, warnings, now=now)

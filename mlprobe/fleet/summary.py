@@ -1,0 +1,168 @@
+"""A node's report boiled down to what a fleet compares: hardware, drivers and runtimes, framework
+builds, the plan's choice per framework, installed-build findings and verify speeds. Small (a few
+hundred bytes), so that 10,000 nodes fit in memory after each full report is dropped."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Dict, List, Optional
+
+
+def _s(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) and v else None
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        return None
+    return float(v)
+
+
+def _dict(v: Any) -> Dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> List[Any]:
+    return v if isinstance(v, list) else []
+
+
+def gpu_summary(g: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "vendor": _s(g.get("vendor")),
+        "name": _s(g.get("name")),
+        "compute_capability": _s(g.get("compute_capability")),
+        "gfx_target": _s(g.get("gfx_target")) or _s(g.get("runtime_gfx_target")),
+        "driver_version": _s(g.get("driver_version")),
+        "memory_bytes": g.get("memory_bytes") if isinstance(g.get("memory_bytes"), int) else None,
+    }
+
+
+def framework_build(f: Dict[str, Any]) -> Optional[str]:
+    """`torch 2.11.0 cu130`: name, version and the build flavour when the scan knows it."""
+    name = _s(f.get("name"))
+    if not name:
+        return None
+    parts = [name, _s(f.get("version")) or "?"]
+    flavour = _s(f.get("flavour"))
+    if flavour and flavour not in (parts[1].split("+")[-1],):
+        parts.append(flavour)
+    return " ".join(parts)
+
+
+def _plan_choice(plan: Dict[str, Any]) -> Dict[str, Any]:
+    """Per framework: the recipe the plan puts first and what installing it takes."""
+    top = _dict(plan.get("top"))
+    by_recipe = {r.get("recipe"): r for r in _list(plan.get("recommended")) if isinstance(r, dict)}
+    out: Dict[str, Any] = {}
+    for fw, recipe in sorted(top.items()):
+        if not isinstance(fw, str):
+            continue
+        if not isinstance(recipe, str):
+            out[fw] = None
+            continue
+        r = _dict(by_recipe.get(recipe))
+        out[fw] = {
+            "recipe": recipe,
+            "backend": _s(r.get("backend")),
+            "index_url": _s(r.get("index_url")),
+            "packages": [p for p in _list(r.get("packages")) if isinstance(p, str)],
+            "env": {k: v for k, v in _dict(r.get("env")).items() if isinstance(v, str)},
+        }
+    return out
+
+
+def _installed(plan: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    for i in _list(plan.get("installed")):
+        if not isinstance(i, dict):
+            continue
+        out.append({k: _s(i.get(k)) for k in ("package", "version", "build", "status", "message")})
+    return out
+
+
+def _verify(verify: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Verify speeds per device (the Keras-MNIST CNN's images/s), where the report carries them."""
+    out = []
+    for r in _list(verify.get("results")):
+        if not isinstance(r, dict):
+            continue
+        speed = _num(_dict(r.get("speed")).get("images_per_s"))
+        out.append({
+            "framework": _s(r.get("framework")),
+            "framework_version": _s(r.get("framework_version")),
+            "device": _s(r.get("device")),
+            "name": _s(r.get("name")),
+            "kind": _s(r.get("kind")),
+            "verdict": _s(r.get("verdict")),
+            "images_per_s": round(speed, 1) if speed is not None else None,
+        })
+    return out
+
+
+def summarize(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The fleet's view of one report (`mlprobe report`) or scan JSON (`mlprobe scan --json`).
+    The document has passed mlprobe.model.validate.check_document, so types are as expected."""
+    scan = _dict(doc.get("scan")) if "scan" in doc else doc
+    plan = _dict(doc.get("plan"))
+    cpu = _dict(scan.get("cpu"))
+    osd = _dict(scan.get("os"))
+    rt = _dict(scan.get("runtimes"))
+    cuda = _dict(rt.get("cuda"))
+    rocm = _dict(rt.get("rocm"))
+    gpus = sorted((gpu_summary(g) for g in _list(scan.get("gpus")) if isinstance(g, dict)),
+                  key=lambda g: tuple(str(v) for v in g.values()))
+    builds = sorted({b for f in _list(scan.get("frameworks")) if isinstance(f, dict)
+                     for b in [framework_build(f)] if b})
+    drivers = sorted({d for d in [_s(cuda.get("driver_version"))] + [g["driver_version"] for g in gpus] if d})
+    level = cpu.get("x86_64_level")
+    return {
+        "cpu": {
+            "vendor": _s(cpu.get("vendor")),
+            "model": _s(cpu.get("model")),
+            "arch": _s(cpu.get("arch")),
+            "x86_64_level": level if isinstance(level, int) and not isinstance(level, bool) else None,
+            "threads": cpu.get("threads") if isinstance(cpu.get("threads"), int) else None,
+        },
+        "gpus": gpus,
+        "driver": ", ".join(drivers) if drivers else None,
+        "cuda": _s(cuda.get("version")),
+        "rocm": _s(rocm.get("version")),
+        "frameworks": builds,
+        "os": _s(osd.get("distro")) or _s(osd.get("system")),
+        "python": _s(_dict(scan.get("python")).get("version")),
+        "mlprobe_version": _s(doc.get("mlprobe_version")),
+        "source": _dict(scan.get("source")) or None,
+        "plan": _plan_choice(plan) if plan else None,
+        "installed": _installed(plan),
+        "verify": _verify(_dict(doc.get("verify"))),
+    }
+
+
+def hardware_key(s: Dict[str, Any]) -> str:
+    """What makes two nodes the same hardware: CPU model, architecture and x86-64 level, and every GPU
+    with its target (CUDA compute capability or AMD gfx)."""
+    cpu = s["cpu"]
+    gpus = [[g["vendor"], g["name"], g["compute_capability"], g["gfx_target"]] for g in s["gpus"]]
+    return json.dumps([cpu["arch"], cpu["model"], cpu["x86_64_level"],
+                       sorted(gpus, key=lambda g: tuple(str(v) for v in g))])
+
+
+def key_id(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+
+
+def hardware_label(s: Dict[str, Any]) -> str:
+    cpu = s["cpu"]
+    bits = [cpu["model"] or "CPU unknown"]
+    if cpu["x86_64_level"]:
+        bits.append(f"x86-64-v{cpu['x86_64_level']}")
+    elif cpu["arch"]:
+        bits.append(cpu["arch"])
+    counts: Dict[str, int] = {}
+    for g in s["gpus"]:
+        target = g["compute_capability"] and f"sm {g['compute_capability']}" or g["gfx_target"]
+        name = (g["name"] or g["vendor"] or "GPU") + (f" ({target})" if target else "")
+        counts[name] = counts.get(name, 0) + 1
+    gpus = ", ".join(f"{n}x {name}" for name, n in counts.items()) or "no GPU"
+    return f"{', '.join(bits)}; {gpus}"

@@ -1,0 +1,160 @@
+"""`mlprobe fleet scan` on a real Ray cluster on this machine: four nodes, each started with its own
+MLPROBE_REPLAY bundle (the H200 machine's capture, an RX 6700 XT, an Opteron without AVX) or none (this
+machine, live). Every node's own facts come back, in four groups with the right plan each. Then a fifth
+node whose nvidia-smi hangs has its raylet killed during the scan: it is reported lost, the others
+complete, and the command ends well within its time limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator
+
+import jsonschema
+import pytest
+
+from mlprobe.fleet.document import fleet_schema
+
+from .conftest import FIXTURES, ROOT
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (python -m pip install -e '.[ray]')")
+
+from .ray_cluster import LocalRayCluster  # noqa: E402
+
+BUNDLES = {
+    "h200": FIXTURES / "linux-nvidia-h200-mlprobe-capture",
+    "rx6700xt": FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo",
+    "opteron": FIXTURES / "linux-nogpu-amd-opteron-8354-no-avx",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalRayCluster]:
+    c = LocalRayCluster()
+    try:
+        c.start_head("live")  # the head node scans this machine
+        for name, bundle in BUNDLES.items():
+            c.add_node(name, {"MLPROBE_REPLAY": str(bundle)})
+        c.wait_nodes(4)
+        yield c
+    finally:
+        c.stop()
+
+
+def fleet_scan(address: str, timeout: float, *extra: str) -> "subprocess.CompletedProcess[str]":
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPROBE_REPLAY", "RAY_ADDRESS")}
+    return subprocess.run([sys.executable, "-m", "mlprobe", "fleet", "scan", "--address", address, "--json",
+                           "--timeout", str(timeout), *extra],
+                          capture_output=True, text=True, timeout=timeout + 60, cwd=ROOT, env=env)
+
+
+def by_bundle(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    out = {}
+    for n in doc["nodes"]:
+        src = (n.get("facts") or {}).get("source") or {}
+        key = next((k for k, b in BUNDLES.items() if src.get("bundle") == str(b)), "live")
+        out[key] = n
+    return out
+
+
+def test_four_nodes_each_with_its_own_facts(cluster: LocalRayCluster) -> None:
+    from mlprobe.scan.host import LiveHost
+    from mlprobe.pipeline import build_report
+
+    proc = fleet_scan(cluster.address, 120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, fleet_schema())
+    assert doc["summary"]["nodes"] == 4 and doc["summary"]["by_status"] == {"ok": 4}
+    assert doc["summary"]["groups"] == 4
+    nodes = by_bundle(doc)
+    assert set(nodes) == {"live", *BUNDLES}
+    assert len({n["ray_node_id"] for n in nodes.values()}) == 4
+    for key, n in nodes.items():
+        src = n["report"]["scan"]["source"]
+        if key == "live":
+            assert src == {"kind": "live"}
+        else:
+            assert src == {"kind": "replay", "bundle": str(BUNDLES[key]), "via": "MLPROBE_REPLAY"}
+    plan = {k: n["facts"]["plan"] for k, n in nodes.items()}
+    h200, rx, old, live = nodes["h200"]["facts"], nodes["rx6700xt"]["facts"], nodes["opteron"]["facts"], nodes["live"]["facts"]
+    assert [g["name"] for g in h200["gpus"]] == ["NVIDIA H200"] and h200["driver"] == "580.159.04"
+    assert plan["h200"]["torch"]["recipe"] == "torch-cuda"
+    assert [g["gfx_target"] for g in rx["gpus"]] == ["gfx1031"]
+    assert plan["rx6700xt"]["torch"]["recipe"] == "torch-rocm"
+    assert plan["rx6700xt"]["torch"]["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    assert old["cpu"]["x86_64_level"] == 1 and old["gpus"] == []
+    assert plan["opteron"]["tensorflow"] is None and plan["opteron"]["torch"]["recipe"] == "torch-cpu"
+    # the live node is this machine: the same CPU and plan as a report made here
+    here = build_report(LiveHost())
+    assert live["cpu"]["model"] == here["scan"]["cpu"]["model"]
+    assert {fw: (c or {}).get("recipe") for fw, c in plan["live"].items()} == here["plan"]["top"]
+    # each group holds one node and carries that node's plan
+    groups = {g["nodes"][0]: g for g in doc["groups"]}
+    for n in nodes.values():
+        assert groups[n["name"]]["plan"] == n["facts"]["plan"]
+
+
+def test_killed_node_is_lost_and_the_scan_ends_in_time(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    # A fifth node (live) whose nvidia-smi hangs: it signals when its scan has started to wait on it.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    started = tmp_path / "nvidia-smi-started"
+    script = fake / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\ntouch '{started}'\nexec sleep 120\n")
+    script.chmod(0o755)
+    cluster.add_node("hang", {"PATH": f"{fake}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                                      f"{os.environ.get('PATH', '')}"})
+    cluster.wait_nodes(5)
+    timeout = 60.0
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPROBE_REPLAY", "RAY_ADDRESS")}
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "mlprobe", "fleet", "scan", "--address", cluster.address,
+                             "--json", "--timeout", str(timeout)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 40
+        while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert started.exists(), "the hanging node's scan never reached nvidia-smi"
+        cluster.kill_raylet("hang")
+        killed_at = time.monotonic() - t0
+        out, err = proc.communicate(timeout=timeout + 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in cluster.processes("hang"):  # its orphaned worker and the fake tool
+            try:
+                p.kill()
+            except Exception:
+                pass
+    wall = time.monotonic() - t0
+    assert proc.returncode == 1, err[-3000:]  # some node has no report
+    doc = json.loads(out)
+    jsonschema.validate(doc, fleet_schema())
+    statuses = sorted(n["status"] for n in doc["nodes"])
+    assert statuses == ["lost", "ok", "ok", "ok", "ok"], doc["nodes"]
+    lost = next(n for n in doc["nodes"] if n["status"] == "lost")
+    assert lost["facts"] is None and lost["group"] is None and lost["error"]
+    assert doc["summary"]["groups"] == 4
+    assert wall < timeout, (wall, killed_at)
+    print(f"killed at {killed_at:.1f} s, the command ended at {wall:.1f} s (limit {timeout:g} s)")
+
+
+def test_classify_task_errors() -> None:
+    from mlprobe.fleet.ray_scan import classify
+
+    class TaskError(Exception):
+        def __init__(self, cause: BaseException) -> None:
+            super().__init__(str(cause))
+            self.cause = cause
+
+    assert classify(TaskError(ModuleNotFoundError("No module named 'mlprobe'")), True)[0] == "no-mlprobe"
+    assert classify(RuntimeError("boom"), False)[0] == "lost"
+    status, text = classify(TaskError(ValueError("bad bundle")), True)
+    assert status == "error" and "bad bundle" in text
+    assert classify(ray.exceptions.NodeDiedError("node x died"), True)[0] == "lost"
