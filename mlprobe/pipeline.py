@@ -14,13 +14,15 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional
 
 from .model.facts import Facts
-from .report.diff import DiffInputError, Side, load_side
-from .report.envelope import ReportOptions, assemble, plain
 from .scan.capture import BundleError, Host
 from .scan.run import facts_to_report, scan
+
+if TYPE_CHECKING:  # the report modules load only for `report` and `diff` (they cost `plan` 70 ms)
+    from .report.diff import Side
+    from .report.envelope import ReportOptions
 
 Scanner = Callable[[Host], Facts]
 
@@ -48,6 +50,8 @@ def plan(
 def plan_section(scan_report: Dict[str, Any], env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The plan of a report, or a note saying why there is none (a planner bug, a bad mirror URL in the
     environment, ...): the report still carries the rest."""
+    from .report.envelope import plain
+
     try:
         result = plan(copy.deepcopy(scan_report), framework="any", env=env)
     except Exception as exc:  # a planner failure must not cost the whole report
@@ -62,6 +66,7 @@ def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
             "available": False,
             "note": "verify runs on this machine, so it is skipped for a replayed bundle",
         }
+    from .report.envelope import plain
     from .verify.runner import run_verify
 
     try:
@@ -74,12 +79,15 @@ def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
 
 def build_report(
     host: Host,
-    options: ReportOptions = ReportOptions(),
+    options: "Optional[ReportOptions]" = None,
     source: Optional[Dict[str, Any]] = None,
     now: Optional[str] = None,
     env: Optional[Dict[str, str]] = None,
 ) -> Dict[str, Any]:
     """`mlprobe report`: scan, plan, verify when asked, then the redacted envelope."""
+    from .report.envelope import ReportOptions, assemble
+
+    options = options or ReportOptions()
     report = scan_report(host, source)
     planned = plan_section(report)
     verified = verify_section(host, options.python) if (options.verify or options.python) else None
@@ -87,6 +95,7 @@ def build_report(
 
 
 def _scan_bundle(path: Path) -> Dict[str, Any]:
+    from .report.diff import DiffInputError
     from .scan.host import open_replay
     from .ui import display_path
 
@@ -102,8 +111,10 @@ def _plan_or_none(report: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return section if section.get("available") is not False else None
 
 
-def diff_side(path: str) -> Side:
+def diff_side(path: str) -> "Side":
     """One side of `mlprobe diff`: a report, a scan JSON (planned here) or a bundle (scanned and planned)."""
+    from .report.diff import load_side
+
     return load_side(path, _scan_bundle, _plan_or_none)
 
 

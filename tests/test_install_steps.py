@@ -27,6 +27,7 @@ from mlprobe.install.resolve import (
     pick_variant,
     pin_variants,
 )
+from mlprobe.model.plan import Recommendation
 from mlprobe.install.steps import InstallOptions, build_plan, pick_recommendation
 from mlprobe.install.venv import Interpreter, check_system_target, check_venv_target, venv_state
 from tests.pep503_server import LocalIndex, build_wheel
@@ -46,11 +47,11 @@ def test_plan_from_a_real_recommendation_without_index_url() -> None:
     # A recommendation that names a build index but carries no URL for it is refused: mlprobe
     # never falls back to pip's own configuration without being told to.
     with pytest.raises(MlprobeError) as e:
-        build_plan(PLAN_REC, InstallOptions())
+        build_plan(Recommendation.from_json(PLAN_REC), InstallOptions())
     assert e.value.ref == "E518" and e.value.exit_code == 2
     for option in ("--index-url", "--find-links", "--use-pip-config"):
         assert option in (e.value.next_step or "")
-    plan = build_plan(PLAN_REC, InstallOptions(use_pip_config=True))
+    plan = build_plan(Recommendation.from_json(PLAN_REC), InstallOptions(use_pip_config=True))
     assert plan.recipe == "torch-cpu" and plan.packages == ["torch"] and plan.imports == ["torch"]
     assert plan.variant_label == "cpu" and plan.recipe_index_url is None  # the placeholder is no URL
     assert plan.sources.origin == "pip configuration"
@@ -59,36 +60,38 @@ def test_plan_from_a_real_recommendation_without_index_url() -> None:
 
 def test_recipe_index_url_is_used_and_isolated() -> None:
     rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
-    plan = build_plan(rec, InstallOptions())
+    plan = build_plan(Recommendation.from_json(rec), InstallOptions())
     assert plan.sources == Sources(index_url="http://127.0.0.1:9/whl/cpu", origin="recipe")
     assert source_args(plan.sources) == ["--index-url", "http://127.0.0.1:9/whl/cpu"]
     env = pip_env(plan.sources)
     assert env["PIP_FIND_LINKS"].split() == [] and env["PIP_EXTRA_INDEX_URL"].split() == []
 
 
-def test_index_url_from_the_recipe_commands_and_dict_form() -> None:
+def test_the_index_url_comes_from_the_typed_plan_never_from_the_printed_commands() -> None:
     rec = dict(PLAN_REC, commands=["pip install torch --index-url http://127.0.0.1:9/whl/cu126"], index="cu126")
-    assert build_plan(rec, InstallOptions()).recipe_index_url == "http://127.0.0.1:9/whl/cu126"
-    rec = dict(PLAN_REC, index={"id": "pytorch", "suffix": "rocm6.2", "url": "http://127.0.0.1:9/whl/rocm6.2"})
-    plan = build_plan(rec, InstallOptions())
-    assert plan.variant_label == "rocm6.2" and plan.sources.index_url == "http://127.0.0.1:9/whl/rocm6.2"
+    with pytest.raises(MlprobeError) as e:
+        build_plan(Recommendation.from_json(rec), InstallOptions())
+    assert e.value.ref == "E518"
+    rec = dict(rec, index_url="http://127.0.0.1:9/whl/cu126")
+    plan = build_plan(Recommendation.from_json(rec), InstallOptions())
+    assert plan.variant_label == "cu126" and plan.sources.index_url == "http://127.0.0.1:9/whl/cu126"
 
 
 def test_user_sources_override_the_recipe() -> None:
     rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
-    s = build_plan(rec, InstallOptions(index_url="http://mirror.invalid/simple")).sources
+    s = build_plan(Recommendation.from_json(rec), InstallOptions(index_url="http://mirror.invalid/simple")).sources
     assert s.index_url == "http://mirror.invalid/simple" and s.origin == "--index-url"
     w = str(Path(__file__).parent)
-    s = build_plan(rec, InstallOptions(use_pip_config=True, find_links=(w,))).sources
+    s = build_plan(Recommendation.from_json(rec), InstallOptions(use_pip_config=True, find_links=(w,))).sources
     assert s.use_pip_config and s.origin == "pip configuration" and source_args(s) == ["--find-links", w]
     assert "PIP_FIND_LINKS" not in pip_env(s) or pip_env(s)["PIP_FIND_LINKS"] == os.environ.get("PIP_FIND_LINKS")
-    s = build_plan(rec, InstallOptions(no_index=True, find_links=(w,))).sources
+    s = build_plan(Recommendation.from_json(rec), InstallOptions(no_index=True, find_links=(w,))).sources
     assert source_args(s) == ["--no-index", "--find-links", w]
     with pytest.raises(MlprobeError) as e:
-        build_plan(rec, InstallOptions(no_index=True))
+        build_plan(Recommendation.from_json(rec), InstallOptions(no_index=True))
     assert e.value.ref == "E513"
     with pytest.raises(MlprobeError):
-        build_plan(rec, InstallOptions(use_pip_config=True, index_url="http://x.invalid/"))
+        build_plan(Recommendation.from_json(rec), InstallOptions(use_pip_config=True, index_url="http://x.invalid/"))
 
 
 def test_env_files_and_shims() -> None:
@@ -96,7 +99,7 @@ def test_env_files_and_shims() -> None:
            "env": {"PLAIDML_DEVICE_IDS": "opencl_amd_ellesmere.0"},
            "files": [{"path": "plaidml.json", "json": {"PLAIDML_DEVICE_IDS": ["opencl_amd_ellesmere.0"]}}],
            "steps": [{"shim": "plaidml-collections", "why": "Keras 2.2.4 on Python >= 3.10"}]}
-    plan = build_plan(rec, InstallOptions())
+    plan = build_plan(Recommendation.from_json(rec), InstallOptions())
     assert plan.shims == ["plaidml-collections"] and plan.env == {"PLAIDML_DEVICE_IDS": "opencl_amd_ellesmere.0"}
     assert json.loads(plan.config_files[0]["content"]) == {"PLAIDML_DEVICE_IDS": ["opencl_amd_ellesmere.0"]}
     assert plan.sources.origin == "default index" and plan.variant_label is None
@@ -137,17 +140,17 @@ def test_missing_file_index_and_find_links_folder_are_usage_errors(tmp_path: Pat
         from mlprobe.urls import BadIndexLocation
 
         with pytest.raises((BadIndexLocation, MlprobeError)) as e:
-            build_plan(rec, opts)
+            build_plan(Recommendation.from_json(rec), opts)
         shown = advice(e.value) if isinstance(e.value, BadIndexLocation) else e.value
         assert isinstance(shown, MlprobeError) and shown.ref == "E517" and shown.exit_code == 2
-    assert build_plan(rec, InstallOptions(index_url=tmp_path.as_uri())).sources.index_url == tmp_path.as_uri()
+    assert build_plan(Recommendation.from_json(rec), InstallOptions(index_url=tmp_path.as_uri())).sources.index_url == tmp_path.as_uri()
 
 
 def test_pick_recommendation() -> None:
     plan = {"recommended": [PLAN_REC, dict(PLAN_REC, recipe="torch-cuda")],
             "rejected": [{"recipe": "torch-rocm", "reasons": ["no AMD GPU"]}]}
-    assert pick_recommendation(plan, None)["recipe"] == "torch-cpu"
-    assert pick_recommendation(plan, "torch-cuda")["recipe"] == "torch-cuda"
+    assert pick_recommendation(plan, None).recipe == "torch-cpu"
+    assert pick_recommendation(plan, "torch-cuda").recipe == "torch-cuda"
     with pytest.raises(MlprobeError) as e:
         pick_recommendation(plan, "torch-rocm")
     assert "no AMD GPU" in (e.value.why or "")
@@ -377,3 +380,26 @@ def test_transcript_without_path_writes_nothing(tmp_path: Path) -> None:
     t2.note("hello")
     t2.close()
     assert "hello" in (tmp_path / "logs" / "a.log").read_text()
+
+
+def test_every_recommendation_of_every_fixture_plan_round_trips_through_the_typed_contract() -> None:
+    """The planner writes exactly what model/plan.Recommendation holds: from_json(...).to_json()
+    gives back every key of every recommended entry in the golden plans."""
+    from tests.golden_cases import COMMANDS, bundles, expected
+
+    assert "plan" in COMMANDS
+    n = 0
+    for bundle in bundles():
+        for entry in expected("plan", bundle)["output"]["recommended"]:
+            assert Recommendation.from_json(entry).to_json() == entry, (bundle, entry["recipe"])
+            n += 1
+    assert n > 100
+
+
+def test_a_recommendation_with_a_wrong_field_type_is_a_clear_error() -> None:
+    from mlprobe.model.plan import ContractError
+
+    with pytest.raises(ContractError):
+        Recommendation.from_json({"recipe": "x", "packages": "torch", "env": ["not", "an", "object"]})
+    with pytest.raises(ContractError):
+        Recommendation.from_json({"recipe": "x", "packages": [1, 2]})

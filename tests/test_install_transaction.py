@@ -16,6 +16,8 @@ from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
+from mlprobe.model.plan import Recommendation
+
 from tests.pep503_server import (
     IndexConfig,
     LocalIndex,
@@ -173,7 +175,7 @@ def test_404_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
 
     venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
-    pre = prepare(build_plan({"recipe": "demo", "packages": ["gone-app"]}, opts), opts)
+    pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["gone-app"]}), opts), opts)
     assert pre.ok, pre.problems
     index.config.missing_files = {"gone_lib-1.0-py3-none-any.whl"}
     with pytest.raises(MlprobeError) as err:
@@ -207,7 +209,7 @@ def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path,
     with LocalIndex(wheels, IndexConfig(), max_requests=500, lifetime_s=120) as idx:
         venv, py, freeze, tree = existing_env(work, idx, "goodlib==1.0")
         opts = InstallOptions(index_url=idx.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
-        plan = build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts)
+        plan = build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts)
         pre = prepare(plan, opts)
         assert pre.ok, pre.problems
     with pytest.raises(MlprobeError) as err:
@@ -234,7 +236,7 @@ def test_incompatible_wheel_at_install_time_rolls_back(work: Path, index: LocalI
 
     venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
-    pre = prepare(build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts), opts)
+    pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
     pre.packages = ["demo-app", "incompat-lib"]
     with pytest.raises(MlprobeError) as err:
         apply(pre, opts)
@@ -255,7 +257,7 @@ def test_resolver_conflict(work: Path, index: LocalIndex) -> None:
     from mlprobe.install.steps import InstallOptions, build_plan
 
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
-    pre = prepare(build_plan({"recipe": "demo", "packages": ["demo-app"]}, opts), opts)
+    pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
     pre.packages = ["conflict-a", "conflict-b"]
     with pytest.raises(MlprobeError) as err:
         apply(pre, opts)

@@ -6,8 +6,14 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from ..model.vocabulary import vocabulary
+
+if TYPE_CHECKING:
+    from ..install.steps import InstallOptions
+    from ..model.plan import Recommendation
+
 from .common import add_replay, seconds
 
 SOURCES_HELP = """\
@@ -91,7 +97,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(func=run)
 
 
-def _options(args: argparse.Namespace) -> "object":
+def _options(args: argparse.Namespace) -> "InstallOptions":
     from ..install.steps import InstallOptions
 
     return InstallOptions(
@@ -114,12 +120,12 @@ def _abs_link(x: str) -> str:
 RECIPE_FILE_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """(recommendation dict, scan report or None, replayed?)"""
+def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[Dict[str, Any]], bool]":
+    """(the typed recommendation, scan report or None, replayed?)"""
     import json
 
     from ..errors import EXIT_USAGE, MlprobeError
-    from ..install.steps import pick_recommendation
+    from ..install.steps import pick_recommendation, recommendation_from_file
 
     if args.recipe_file:
         from ..scan.capture import UnreadableFile, read_regular
@@ -140,7 +146,7 @@ def _recommendation(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         if not isinstance(doc, dict):
             raise MlprobeError(f"{args.recipe_file} is not a recipe", why="expected a JSON object",
                                next_step="see `mlprobe install --help`", ref="E513", exit_code=EXIT_USAGE)
-        return doc, None, False
+        return recommendation_from_file(doc), None, False
     from .. import pipeline
     from .common import host_source, make_host
 
@@ -211,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         return _recover_all(args)
     opts = _options(args)
     rec, report, replay = _recommendation(args)
-    plan = build_plan(rec, opts)  # type: ignore[arg-type]
+    plan = build_plan(rec, opts)
     guard: "contextlib.AbstractContextManager[object]" = contextlib.nullcontext()
     target = ""
     if args.apply and not replay:

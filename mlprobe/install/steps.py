@@ -1,23 +1,20 @@
 """A plan's recommendation turned into an InstallPlan: the packages, where they come from, the env
 vars, files and shims, and the steps a person (or --apply) carries out.
 
-A recommendation is a dict from `mlprobe plan` (`make_plan(...)["recommended"][i]`) or a JSON file
-given with --recipe-file. Fields read (all optional but `packages`):
-  recipe / id, title, framework, backend, device, index (a suffix like "cpu", "cu126", or a URL),
-  index_url, extra_index_urls, packages, pip_args, env, config_files [{path, content}],
-  steps [{"shim": "plaidml-collections"}, {"command": "..."}], commands, imports, python, warnings.
+The input is the typed contract mlprobe.model.plan.Recommendation: an entry of `mlprobe plan`'s
+`recommended` list, or a --recipe-file of the same shape, read through Recommendation.from_json.
+The index URL is the plan's `index_url`; the printed `commands` are shown, never parsed.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..model.plan import ContractError, Recommendation
 from ..model.vocabulary import vocabulary
 from ..urls import check_file_url_exists, check_url
 from .backends import Sources, default_index_url
@@ -92,43 +89,6 @@ def _as_list(v: Any) -> List[Any]:
     return [v]
 
 
-def _package_specs(rec: Dict[str, Any]) -> List[str]:
-    out: List[str] = []
-    for p in _as_list(rec.get("packages")):
-        if isinstance(p, str) and p.strip():
-            out.append(p.strip())
-        elif isinstance(p, dict):
-            spec = p.get("requirement") or p.get("spec")
-            if not spec and p.get("name"):
-                spec = str(p["name"]) + (f"=={p['version']}" if p.get("version") else "")
-            if spec:
-                out.append(str(spec))
-    return out
-
-
-def _urls_from_commands(commands: Sequence[str]) -> Tuple[Optional[str], List[str]]:
-    """--index-url / --extra-index-url named in the recipe's pip commands."""
-    index, extra = None, []
-    for c in commands:
-        try:
-            words = shlex.split(c)
-        except ValueError:
-            continue
-        for i, w in enumerate(words):
-            for opt in ("--index-url", "--extra-index-url", "-i"):
-                val = None
-                if w == opt and i + 1 < len(words):
-                    val = words[i + 1]
-                elif w.startswith(opt + "="):
-                    val = w.split("=", 1)[1]
-                if val:
-                    if opt == "--extra-index-url":
-                        extra.append(val)
-                    else:
-                        index = index or val
-    return index, extra
-
-
 def _is_url(u: str) -> bool:
     return "://" in u and "<" not in u and " " not in u
 
@@ -144,28 +104,31 @@ def _label_of(index: Optional[str], url: Optional[str]) -> Optional[str]:
     return None
 
 
-def recipe_id(rec: Dict[str, Any]) -> str:
-    return str(rec.get("recipe") or rec.get("id") or rec.get("name") or "recipe")
+def _recommendation(doc: Dict[str, Any]) -> Recommendation:
+    try:
+        return Recommendation.from_json(doc)
+    except ContractError as exc:
+        raise MlprobeError(f"{doc.get('recipe') or 'the recipe'} is not a recommendation mlprobe can install",
+                           why=str(exc), next_step="pass a recommendation or a plan from `mlprobe plan --json`",
+                           ref="E513", exit_code=EXIT_USAGE) from None
 
 
-def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Dict[str, Any]:
-    """The first recommended entry, or the one named --recipe (also among alternatives)."""
+def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Recommendation:
+    """The first recommended entry of a plan (`mlprobe plan --json`), or the one named --recipe."""
     recs = [r for r in _as_list(plan.get("recommended")) if isinstance(r, dict)]
     if recipe:
-        pool = recs + [r for key in ("alternatives", "ranked", "candidates")
-                       for r in _as_list(plan.get(key)) if isinstance(r, dict)]
-        for r in pool:
-            if recipe_id(r) == recipe:
-                return r
+        for r in recs:
+            if r.get("recipe") == recipe:
+                return _recommendation(r)
         rejected = [r for r in _as_list(plan.get("rejected"))
-                    if isinstance(r, dict) and recipe_id(r) == recipe]
+                    if isinstance(r, dict) and r.get("recipe") == recipe]
         if rejected:
-            why = rejected[0].get("reasons") or rejected[0].get("why") or rejected[0].get("reason")
+            why = rejected[0].get("reasons")
             raise MlprobeError(
                 f"recipe {recipe} does not fit this machine",
                 why="; ".join(map(str, _as_list(why))) or "the plan rejected it",
                 next_step="`mlprobe plan` lists the recipes that fit", ref="E513", exit_code=EXIT_UNAVAILABLE)
-        names = ", ".join(recipe_id(r) for r in pool) or "none"
+        names = ", ".join(str(r.get("recipe")) for r in recs) or "none"
         raise MlprobeError(f"no recipe {recipe} in the plan", why=f"the plan has: {names}",
                            next_step="`mlprobe plan` lists the recipes; pass one of them with --recipe",
                            ref="E513", exit_code=EXIT_USAGE)
@@ -174,7 +137,12 @@ def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Dict[str
                            why="the plan recommends nothing",
                            next_step="`mlprobe plan` says why each recipe was rejected; try --framework any",
                            ref="E513", exit_code=EXIT_UNAVAILABLE)
-    return recs[0]
+    return _recommendation(recs[0])
+
+
+def recommendation_from_file(doc: Dict[str, Any]) -> Recommendation:
+    """--recipe-file: one recommendation (as `plan --json` prints it in `recommended`)."""
+    return _recommendation(doc)
 
 
 def _checked_sources(opts: InstallOptions) -> Tuple[Optional[str], Tuple[str, ...], Tuple[str, ...]]:
@@ -228,79 +196,43 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
                    origin="default index")
 
 
-def build_plan(rec: Dict[str, Any], opts: InstallOptions) -> InstallPlan:
-    packages = _package_specs(rec)
-    if not packages:
-        raise MlprobeError(f"recipe {recipe_id(rec)} names no packages", why="nothing to install",
+def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
+    """The install steps for one typed recommendation. The index URL is the one the plan carries
+    (`index_url`); the printed commands are never read back."""
+    if not rec.packages:
+        raise MlprobeError(f"recipe {rec.recipe} names no packages", why="nothing to install",
                            next_step="pick another recipe with --recipe ID", ref="E513", exit_code=EXIT_USAGE)
-    commands = [str(c) for c in _as_list(rec.get("commands")) if isinstance(c, str)]
-    raw_index = rec.get("index")
-    pip_block: Dict[str, Any] = rec["pip"] if isinstance(rec.get("pip"), dict) else {}
-    url = rec.get("index_url") or pip_block.get("index_url")
-    index: Optional[str] = None
-    if isinstance(raw_index, dict):  # {"id": "pytorch", "suffix": "cpu", "url": ...}
-        index = str(raw_index.get("suffix") or "") or None
-        url = url or raw_index.get("url")
-    elif isinstance(raw_index, str):
-        index = raw_index
-    cmd_url, cmd_extra = _urls_from_commands(commands)
-    if not url and index and "://" in index:
+    index = rec.index
+    url: Optional[str] = rec.index_url if rec.index_url and _is_url(rec.index_url) else None
+    if index and "://" in index and not url:
         url = index
-    url = url or cmd_url
-    warnings = [str(w) for w in _as_list(rec.get("warnings"))]
-    if url and not _is_url(str(url)):
-        # The recipe data may leave the URL out (a placeholder such as <pytorch-index>).
-        url = None
-    extra = [str(u) for u in _as_list(rec.get("extra_index_urls")) if _is_url(str(u))] or \
-        [u for u in cmd_extra if _is_url(u)]
     if index and not url and not (opts.index_url or opts.use_pip_config or opts.no_index):
         # Never fall back to another source without being told to.
-        raise MlprobeError(f"recipe {recipe_id(rec)} names the '{index}' build index but no URL for it",
+        raise MlprobeError(f"recipe {rec.recipe} names the '{index}' build index but no URL for it",
                            why="the recommendation carries no index URL",
                            next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
                                      "or --use-pip-config (let pip's own configuration choose)",
                            ref="E518", exit_code=EXIT_USAGE)
-    label = _label_of(index, str(url) if url else None) if (index or url) else None
-    framework = rec.get("framework")
-    verify: Dict[str, Any] = rec["verify"] if isinstance(rec.get("verify"), dict) else {}
-    imports = [str(i) for i in _as_list(rec.get("imports"))]
-    known = vocabulary().framework(framework) if isinstance(framework, str) else None
-    if not imports and known is not None:
-        imports = [known.import_name]
-    shims, env_extra_cmds = [], []
-    for st in _as_list(rec.get("steps")):
-        if isinstance(st, dict) and st.get("shim"):
-            shims.append(str(st["shim"]))
-        elif isinstance(st, dict) and st.get("command"):
-            env_extra_cmds.append(str(st["command"]))
-    raw_env: Dict[str, Any] = rec["env"] if isinstance(rec.get("env"), dict) else {}
-    env = {str(k): str(v) for k, v in raw_env.items()}
-    files = []
-    for f in _as_list(rec.get("config_files")) + _as_list(rec.get("files")):
-        if isinstance(f, dict) and f.get("path"):
-            content = f.get("content")
-            if content is None and "json" in f:
-                content = json.dumps(f["json"], indent=2) + "\n"
-            files.append({"path": str(f["path"]), "content": str(content or "")})
-    sources = choose_sources(opts, str(url) if url else None, extra)
+    label = _label_of(index, url) if (index or url) else None
+    known = vocabulary().framework(rec.framework)
+    imports = list(rec.imports) or ([known.import_name] if known is not None else [])
+    sources = choose_sources(opts, url, [])
     return InstallPlan(
-        recipe=recipe_id(rec),
-        title=str(rec.get("title") or rec.get("summary") or recipe_id(rec)),
-        framework=str(framework) if framework else None,
-        backend=str(rec.get("backend")) if rec.get("backend") else None,
-        device=str(rec.get("device") or verify.get("device") or "") or None,
-        packages=packages,
-        recipe_index_url=str(url) if url else None,
-        recipe_extra_index_urls=extra,
-        variant_label=label if url or index else None,
+        recipe=rec.recipe,
+        title=rec.title,
+        framework=rec.framework,
+        backend=rec.backend,
+        device=rec.device or rec.verify.device,
+        packages=list(rec.packages),
+        recipe_index_url=url,
+        recipe_extra_index_urls=[],
+        variant_label=label,
         sources=sources,
-        env=env,
-        config_files=files,
-        shims=shims,
-        commands=commands + env_extra_cmds,
+        env=dict(rec.env),
+        config_files=[{"path": f.path, "content": f.content} for f in rec.files],
+        shims=[st.shim for st in rec.steps],
+        commands=list(rec.commands),
         imports=imports,
-        python_spec=str(rec.get("python")) if rec.get("python") else None,
-        verify_framework=str(verify["framework"]) if verify.get("framework") else None,
-        pip_args=[str(a) for a in _as_list(rec.get("pip_args"))],
-        warnings=warnings,
+        verify_framework=rec.verify.framework,
+        warnings=list(rec.warnings),
     )

@@ -1,0 +1,155 @@
+"""The plan's recommendation as a typed, frozen contract: what the planner writes
+(`mlprobe plan --json` → `recommended[i]`) and the only thing the installer reads. JSON in and out
+through `Recommendation.from_json` / `to_json` (the key order is the one `plan --json` prints)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+
+class ContractError(ValueError):
+    """A document that is not a recommendation (wrong type of a field the installer needs)."""
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    path: str
+    json: Any
+    content: str
+    why: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ShimStep:
+    shim: str
+    why: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class VerifyTarget:
+    framework: Optional[str] = None
+    device: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class IndexRef:
+    """The build index a recipe installs from: its suffix (`cu130`) and, when the knowledge (or a
+    mirror) gives one, the full URL. A suffix without a URL is a build index mlprobe cannot locate."""
+
+    suffix: str
+    url: Optional[str]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    recipe: str
+    title: str
+    framework: Optional[str] = None
+    backend: Optional[str] = None
+    status: Optional[str] = None
+    score: Optional[int] = None
+    index: Optional[str] = None
+    index_url: Optional[str] = None
+    version: Optional[str] = None
+    packages: Tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    files: Tuple[ConfigFile, ...] = ()
+    steps: Tuple[ShimStep, ...] = ()
+    commands: Tuple[str, ...] = ()
+    verify: VerifyTarget = VerifyTarget()
+    warnings: Tuple[str, ...] = ()
+    unknown: Tuple[str, ...] = ()
+    device: Optional[str] = None
+    device_name: Optional[str] = None
+    notes: Tuple[str, ...] = ()
+    sources: Tuple[str, ...] = ()
+    # modules the installer's import check imports; the planner leaves it empty (the registry names
+    # the framework's module), a hand-written --recipe-file may name its own
+    imports: Tuple[str, ...] = ()
+
+    @property
+    def index_ref(self) -> Optional[IndexRef]:
+        return IndexRef(self.index, self.index_url) if self.index else None
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "recipe": self.recipe, "title": self.title, "framework": self.framework, "backend": self.backend,
+            "status": self.status, "score": self.score, "index": self.index, "index_url": self.index_url,
+            "version": self.version, "packages": list(self.packages), "env": dict(self.env),
+            "files": [{"path": f.path, "json": f.json, "content": f.content, "why": f.why} for f in self.files],
+            "steps": [{"shim": s.shim, "why": s.why} for s in self.steps],
+            "commands": list(self.commands),
+            "verify": {"framework": self.verify.framework, "device": self.verify.device},
+            "warnings": list(self.warnings), "unknown": list(self.unknown), "device": self.device,
+            "device_name": self.device_name, "notes": list(self.notes), "sources": list(self.sources),
+            **({"imports": list(self.imports)} if self.imports else {}),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Recommendation":
+        """A recommendation from `plan --json` (or a hand-written one with at least `recipe` and
+        `packages`). Fields of the wrong type are a ContractError."""
+        if not isinstance(doc, Mapping):
+            raise ContractError("a recommendation is a JSON object")
+
+        def opt_str(key: str) -> Optional[str]:
+            v = doc.get(key)
+            if v is None or v == "":
+                return None
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                raise ContractError(f"{key!r} must be a string")
+            return str(v)
+
+        def strs(key: str) -> Tuple[str, ...]:
+            v = doc.get(key)
+            if v is None:
+                return ()
+            if isinstance(v, str):
+                v = [v]
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ContractError(f"{key!r} must be a list of strings")
+            return tuple(x.strip() for x in v if x.strip()) if key == "packages" else tuple(v)
+
+        def objs(key: str) -> List[Mapping[str, Any]]:
+            v = doc.get(key) or []
+            if not isinstance(v, list) or not all(isinstance(x, Mapping) for x in v):
+                raise ContractError(f"{key!r} must be a list of objects")
+            return list(v)
+
+        env = doc.get("env") or {}
+        if not isinstance(env, Mapping):
+            raise ContractError("'env' must be an object")
+        verify = doc.get("verify") or {}
+        if not isinstance(verify, Mapping):
+            raise ContractError("'verify' must be an object")
+        files = []
+        for f in objs("files"):
+            if not f.get("path"):
+                continue
+            content = f.get("content")
+            if content is None and "json" in f:
+                content = json.dumps(f["json"], indent=2) + "\n"
+            files.append(ConfigFile(str(f["path"]), f.get("json"), str(content or ""),
+                                    str(f["why"]) if f.get("why") else None))
+        score = doc.get("score")
+        recipe = opt_str("recipe") or "recipe"
+        return cls(
+            recipe=recipe, title=opt_str("title") or recipe, framework=opt_str("framework"),
+            backend=opt_str("backend"), status=opt_str("status"),
+            score=score if isinstance(score, int) and not isinstance(score, bool) else None,
+            index=opt_str("index"), index_url=opt_str("index_url"), version=opt_str("version"),
+            packages=strs("packages"), env={str(k): str(v) for k, v in env.items()}, files=tuple(files),
+            steps=tuple(ShimStep(str(s["shim"]), str(s["why"]) if s.get("why") else None)
+                        for s in objs("steps") if s.get("shim")),
+            commands=strs("commands"),
+            verify=VerifyTarget(str(verify["framework"]) if verify.get("framework") else None,
+                                str(verify["device"]) if verify.get("device") else None),
+            warnings=strs("warnings"), unknown=strs("unknown"), device=opt_str("device"),
+            device_name=opt_str("device_name"), notes=strs("notes"), sources=strs("sources"),
+            imports=strs("imports"),
+        )
+
+
+__all__ = ["ConfigFile", "ContractError", "IndexRef", "Recommendation", "ShimStep", "VerifyTarget"]
