@@ -158,3 +158,27 @@ def test_classify_task_errors() -> None:
     status, text = classify(TaskError(ValueError("bad bundle")), True)
     assert status == "error" and "bad bundle" in text
     assert classify(ray.exceptions.NodeDiedError("node x died"), True)[0] == "lost"
+
+
+def test_nothing_listening_is_a_quick_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from mlprobe.cli import main
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = time.monotonic()
+    assert main(["fleet", "scan", "--address", f"127.0.0.1:{port}", "--timeout", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "E904" in err and "nothing answers" in err
+    assert time.monotonic() - t < 10
+
+
+def test_without_ray_installed(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from mlprobe.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    assert main(["fleet", "scan", "--address", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "E903" in err and "mlprobe[ray]" in err

@@ -39,7 +39,46 @@ def import_ray() -> Any:
     return ray
 
 
-def connect(ray: Any, address: str) -> None:
+def _resolve(address: str) -> Optional[str]:
+    """HOST:PORT of the cluster's GCS, or None where it cannot be told without Ray itself."""
+    if address.startswith("ray://"):
+        return None
+    if address == "auto":
+        try:  # where `ray start` recorded this machine's cluster (an internal helper: best effort)
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+
+            return str(canonicalize_bootstrap_address_or_die("auto"))
+        except BaseException:  # noqa: B036 - it exits (SystemExit) or raises when there is none
+            return None
+    return address
+
+
+def unreachable(address: str, timeout: float) -> Optional[str]:
+    """Why nothing answers at the cluster's address, or None. Ray's own connect retries for minutes
+    against an address where nothing listens, past any --timeout, so a plain TCP connect goes first."""
+    import socket
+
+    target = _resolve(address)
+    if not target:
+        return None
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return f"{target!r} is not HOST:PORT"
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=max(0.5, min(timeout, 5.0))).close()
+    except OSError as exc:
+        return f"nothing answers at {target}: {exc.strerror or exc}"
+    return None
+
+
+def connect(ray: Any, address: str, timeout: float = 5.0) -> None:
+    why = unreachable(address, timeout)
+    if why:
+        raise MlprobeError(
+            f"cannot connect to a Ray cluster at {address}", why=why,
+            next_step="start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
+                      "the others) or pass its address with --address HOST:PORT",
+            ref="E904", exit_code=EXIT_USAGE)
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, ignore_reinit_error=True,
                  configure_logging=True)
@@ -134,7 +173,7 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
     from .task import scan_node
 
     started = time.monotonic()
-    connect(ray, address)
+    connect(ray, address, timeout)
     try:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         names = node_names(nodes)
