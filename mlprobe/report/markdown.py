@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..ui import safe
+from ..ui import json_safe, safe
 
 GITHUB_COMMENT_LIMIT = 65536
 SAFETY_MARGIN = 512  # GitHub may count differently than Python; stay clear of the edge
@@ -410,7 +410,7 @@ class _Layout:
                 else json.dumps(data, indent=2, ensure_ascii=False)
             )
             # JSON escapes C0 controls itself; C1 and bidirectional marks become \uXXXX (same JSON)
-            out.append(details(title, fence(safe(text), "json")))
+            out.append(details(title, fence(json_safe(text), "json")))
         return out
 
     def raw_section(self, files: List[Tuple[str, str]], cap: Optional[int]) -> Tuple[str, List[str]]:
