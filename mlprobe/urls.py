@@ -64,7 +64,8 @@ def check_file_url_exists(url: str, where: str) -> None:
     """A file:// index must be a folder that exists: pip would only say it found nothing."""
     path = file_url_path(url)
     if path is not None and not os.path.isdir(path):
-        raise MlprobeError(f"{where} points at a folder that does not exist: {path}",
+        what = "a file, not a folder" if os.path.exists(path) else "a folder that does not exist"
+        raise MlprobeError(f"{where} points at {what}: {path}",
                            why=f"{url} is a file:// URL; pip reads the project pages from that folder",
                            next_step="check the path, or pass the URL of an index over http(s)",
                            ref="E517", exit_code=EXIT_USAGE)
