@@ -90,6 +90,15 @@ def safe(text: Any) -> str:
     return _CONTROL.sub(esc, s)
 
 
+def json_safe(text: str) -> str:
+    """JSON text (json.dumps with ensure_ascii=False) with the control characters it leaves raw (C1,
+    bidirectional marks) written as \\uXXXX escapes: the same JSON values, nothing a terminal obeys.
+    (They can only stand inside strings: JSON's own syntax is ASCII.)"""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
 def deep_safe(obj: Any, markup: bool = False) -> Any:
     """`safe` over every string of a JSON-like value or a (frozen) dataclass tree; with `markup`,
     rich's markup characters are escaped too (for values printed inside rich markup)."""

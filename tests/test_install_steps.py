@@ -144,6 +144,19 @@ def test_missing_file_index_and_find_links_folder_are_usage_errors(tmp_path: Pat
         shown = advice(e.value) if isinstance(e.value, BadIndexLocation) else e.value
         assert isinstance(shown, MlprobeError) and shown.ref == "E517" and shown.exit_code == 2
     assert build_plan(Recommendation.from_json(rec), InstallOptions(index_url=tmp_path.as_uri())).sources.index_url == tmp_path.as_uri()
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises((BadIndexLocation, MlprobeError)) as e:
+        build_plan(Recommendation.from_json(rec), InstallOptions(index_url=(tmp_path / "a-file").as_uri()))
+    shown = advice(e.value) if isinstance(e.value, BadIndexLocation) else e.value
+    assert "a file, not a folder" in shown.what  # it said "a folder that does not exist"
+
+
+def test_a_file_index_without_the_project_is_not_called_http_404(tmp_path: Path) -> None:
+    from mlprobe.install.index import check_index, running_target
+
+    c = check_index(tmp_path.as_uri(), "demo-app", running_target())
+    assert not c.ok and c.ref == "E502"
+    assert "HTTP" not in c.message and "has no folder demo-app" in c.message
 
 
 def test_pick_recommendation() -> None:

@@ -45,6 +45,15 @@ def test_every_human_rendering_says_overridden(tmp_path: Path, argv: List[str]) 
         assert "overridden" in line
 
 
+def test_install_says_its_recipe_was_chosen_for_overridden_facts(tmp_path: Path) -> None:
+    """install printed the steps for a recipe planned for Python 3.8 without a word of it."""
+    b = with_overrides(tmp_path, V1)
+    rc, out, err = run("install", "--replay", b, "--index-url", "http://127.0.0.1:9/simple/")
+    assert "overridden: MLPROBE_OVERRIDE_CPU_FLAGS=sse sse2" in err and "chosen for them" in err, err
+    rc, out, err = run("install", "--json", "--replay", b, "--index-url", "http://127.0.0.1:9/simple/")
+    assert json.loads(out)["overrides"] == V1
+
+
 def test_json_renderings_carry_the_overrides(tmp_path: Path) -> None:
     b = with_overrides(tmp_path, V1)
     rc, out, _ = run("scan", "--json", "--replay", b)

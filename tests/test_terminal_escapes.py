@@ -30,11 +30,16 @@ def hostile(tmp_path: Path) -> Path:
     })
 
 
-@pytest.mark.parametrize("argv", [["scan"], ["plan"], ["plan", "--why-not", "torch-cuda"]])
+@pytest.mark.parametrize("argv", [["scan"], ["plan"], ["plan", "--why-not", "torch-cuda"], ["install"],
+                                  ["report", "--format", "markdown"],
+                                  ["report", "--format", "markdown", "--include-raw"],
+                                  ["report", "--format", "markdown", "--include-raw", "--no-redact"]])
 def test_terminal_output_has_no_raw_control_characters(tmp_path: Path, argv: List[str]) -> None:
     b = hostile(tmp_path)
+    if argv[0] == "install":
+        argv = [*argv, "--index-url", "http://127.0.0.1:9/simple/"]
     rc, out, err = run(*argv, "--replay", b)
-    assert rc == 0, err
+    assert rc in ((0, 1, 3) if argv[0] == "install" else (0,)), err
     assert not RAW.search(out), repr(out)
     assert not RAW.search(err), repr(err)
     if argv == ["scan"]:
@@ -62,3 +67,23 @@ def test_safe_escapes_every_control_character() -> None:
         assert not RAW.search(ui.safe(f"a{chr(c)}b"))
     assert ui.safe("tab\tand\nnewline") == "tab\tand\nnewline"
     assert ui.safe("\u202eevil") == "\\u202eevil"  # bidi override
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_report_json_escapes_what_a_terminal_would_obey_and_keeps_the_values(tmp_path: Path, fmt: str) -> None:
+    """json.dumps(ensure_ascii=False) leaves C1 controls (\\x9b is CSI to an 8-bit terminal) and
+    bidirectional marks raw; the report writes them as \\u escapes, which are the same JSON values."""
+    b = bundle(tmp_path / "c1", {
+        "nvidia-smi-query.csv": "name, driver_version, compute_cap, memory.total [MiB], pci.bus_id, uuid\n"
+                                "NVIDIA \x9b31mRTX\u202e 3060, 570.124.04, 8.6, 12288 MiB, 00000000:01:00.0, "
+                                "GPU-11111111-2222-3333-4444-555555555555\n"})
+    rc, out, err = run("report", "--format", fmt, "--replay", b)
+    assert rc == 0, err
+    assert "\x9b" not in out and "\u202e" not in out and not RAW.search(out)
+    if fmt == "json":
+        names = [g["name"] for g in json.loads(out)["scan"]["gpus"]]
+        assert any("\x9b" in (n or "") and "\u202e" in n for n in names)
+    else:
+        block = re.search(r"```json\n(.*?)\n```", out, re.S)
+        assert block and "\\u009b" in block.group(1)
+        json.loads(block.group(1))

@@ -13,7 +13,10 @@ def advice(exc: LibraryError) -> MlprobeError:
 
     if isinstance(exc, BadIndexLocation):
         if exc.missing_folder is not None:
-            return MlprobeError(f"{exc.where} points at a folder that does not exist: {exc.missing_folder}",
+            import os
+
+            what = "a file, not a folder" if os.path.exists(exc.missing_folder) else "a folder that does not exist"
+            return MlprobeError(f"{exc.where} points at {what}: {exc.missing_folder}",
                                 why=exc.why, next_step="check the path, or pass the URL of an index over http(s)",
                                 ref="E517", exit_code=EXIT_USAGE)
         return MlprobeError(

@@ -156,6 +156,12 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
 
 
+def _overrides(report: object) -> "dict[str, str]":
+    """The MLPROBE_OVERRIDE_* values the scan behind the recommendation applied."""
+    ov = report.get("overrides") if isinstance(report, dict) else None
+    return {str(k): str(v) for k, v in ov.items()} if isinstance(ov, dict) else {}
+
+
 def _plan_python(python: "str | None") -> "str | None":
     """The planner wants X.Y; --python may also name an interpreter."""
     import re
@@ -218,6 +224,13 @@ def run(args: argparse.Namespace) -> int:
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)
+    overrides = _overrides(report)
+    if overrides and not args.json:
+        from .. import ui
+
+        print(ui.safe("overridden: " + "; ".join(f"{k}={v}" for k, v in overrides.items())
+                      + " (facts set by MLPROBE_OVERRIDE_*, not read from the machine); "
+                      f"the recipe {plan.recipe} was chosen for them"), file=sys.stderr)
     guard: "contextlib.AbstractContextManager[object]" = contextlib.nullcontext()
     target = ""
     if args.apply and not replay:
@@ -251,7 +264,8 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
         pre = prepare(plan, opts, report=report, replay=replay, on_progress=say)  # type: ignore[arg-type]
     if not args.apply:
         if args.json:
-            print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict()})
+            print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict(),
+                        **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
             out.render_preflight(pre)
         return EXIT_OK if pre.ok else pre.problems[0].exit_code
@@ -266,6 +280,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
         progress.close()
     if args.json:
         print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(),
+                    **({"overrides": _overrides(report)} if _overrides(report) else {}),
                     "result": result.to_dict()})
     else:
         out.render_applied(pre, result)

@@ -376,7 +376,8 @@ def check_index(index_url: str, requirement: str, target: Target, timeout: float
     check.seconds = time.perf_counter() - started
     if status == 404:
         check.ref = "E502"
-        check.message = f"{host_of(index_url)} answers, but has no project {project} (HTTP 404)"
+        check.message = (f"{host_of(index_url)} has no folder {project}" if url.startswith("file:")
+                         else f"{host_of(index_url)} answers, but has no project {project} (HTTP 404)")
         return check
     if status >= 400:
         check.ref = "E501"

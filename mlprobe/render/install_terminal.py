@@ -20,6 +20,12 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def ui_safe(text: str) -> str:
+    from ..ui import safe_line
+
+    return safe_line(text)
+
+
 def _esc(text: str) -> str:
     from rich.markup import escape
 
@@ -28,9 +34,12 @@ def _esc(text: str) -> str:
 
 @contextlib.contextmanager
 def status_line(enabled: bool = True) -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while the pre-flight checks run (nothing when not a terminal)."""
+    """A spinner on stderr while the pre-flight checks run (nothing when stderr is not a terminal,
+    or with --quiet)."""
+    from .. import ui
+
     con = _console(stderr=True)
-    if not enabled or not con.is_terminal:
+    if not enabled or not ui.progress_enabled():
         yield lambda _s: None
         return
     with con.status("preparing") as st:
@@ -106,40 +115,46 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
 
 
 class ApplyProgress(Progress):
-    """A rich status line on stderr: the current step and the installer's latest output line."""
+    """A rich status line on stderr: the current step and the installer's latest output line, with the
+    seconds it has taken. Only on a terminal; piped or redirected, a plain line per step ("... step",
+    "done …": a log, no animation); --quiet says nothing."""
 
     def __init__(self, enabled: bool = True) -> None:
+        from .. import ui
+
         self.con = _console(stderr=True)
-        self.enabled = enabled
-        self.live = enabled and self.con.is_terminal
+        self.enabled = enabled and not ui.quiet()
+        # A real terminal (FORCE_COLOR makes rich call a pipe a terminal: no animation there).
+        self.live = self.enabled and ui.progress_enabled()
         self._status: Any = None
         self._step = ""
         self._t0 = time.perf_counter()
-        self._last = 0.0
+        self._latest = ""
+
+    def __rich__(self) -> str:
+        """The status text, drawn at every refresh: the seconds keep counting while pip is quiet (a
+        large download with no output line)."""
+        text = f"{_esc(self._step)} [dim]({time.perf_counter() - self._t0:.0f} s)"
+        return text + (f" {_esc(self._latest)}[/dim]" if self._latest else "[/dim]")
 
     def step(self, text: str) -> None:
         if not self.enabled:
             return
-        self._step = text
+        self._step = ui_safe(text)
         self._t0 = time.perf_counter()
+        self._latest = ""
         if self.live:
             if self._status is None:
-                self._status = self.con.status(_esc(text))
+                self._status = self.con.status(self)
                 self._status.start()
-            else:
-                self._status.update(_esc(text))
         else:
             self.con.print(f"... {_esc(text)}")
 
     def line(self, text: str) -> None:
         if not self.enabled or not text.strip():
             return
-        if self.live and self._status is not None:
-            now = time.perf_counter()
-            if now - self._last > 0.1:
-                self._last = now
-                short = text.strip()[:100]
-                self._status.update(f"{_esc(self._step)} [dim]({now - self._t0:.0f} s) {_esc(short)}[/dim]")
+        if self.live:
+            self._latest = ui_safe(text.strip())[:100]
 
     def done(self, text: str, ok: bool = True) -> None:
         if not self.enabled:

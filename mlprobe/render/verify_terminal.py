@@ -23,7 +23,7 @@ class Progress:
         self.console = Console(file=stream or sys.stderr, highlight=False)
         # A spinner on a terminal; elsewhere one line per step only with --verbose (a log that is
         # piped or captured gets the result, not the progress); nothing with --quiet.
-        self.live = self.console.is_terminal and not ui.quiet()
+        self.live = ui.progress_enabled() if stream is None else self.console.is_terminal and not ui.quiet()
         self.lines = ui.verbose()
         self.status: Any = self.console.status("verify: starting") if self.live else None
         if self.status is not None:

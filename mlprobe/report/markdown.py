@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..ui import json_safe, safe
+
 GITHUB_COMMENT_LIMIT = 65536
 SAFETY_MARGIN = 512  # GitHub may count differently than Python; stay clear of the edge
 MIN_RAW_SHOWN = 400  # a capture cut shorter than this is left out instead
@@ -23,8 +25,11 @@ def comment_size(text: str) -> int:
 
 
 def _html_safe(text: str) -> str:
-    """Placeholders like <user-1> must show, not vanish as unknown HTML tags."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Placeholders like <user-1> must show, not vanish as unknown HTML tags; control characters and
+    escape sequences from captures are written as escapes (printed on a terminal, they would act)."""
+    from ..ui import safe
+
+    return safe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 MAX_CELL = 300  # characters of one summary cell
@@ -342,7 +347,9 @@ def _raw_files(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
     out = []
     for name, entry in sorted(bundle["files"].items()):
         if isinstance(entry, dict) and isinstance(entry.get("text"), str):
-            out.append((name, entry["text"]))
+            # For reading (a Markdown report is never replayed): line ends as LF, control characters
+            # and escape sequences shown as escapes.
+            out.append((name, safe(entry["text"].replace("\r\n", "\n"))))
         elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
             out.append((name, f"[{len(entry['base64'])} characters of base64 data: see the JSON report]\n"))
     return out
@@ -402,7 +409,8 @@ class _Layout:
                 if compact
                 else json.dumps(data, indent=2, ensure_ascii=False)
             )
-            out.append(details(title, fence(text, "json")))
+            # JSON escapes C0 controls itself; C1 and bidirectional marks become \uXXXX (same JSON)
+            out.append(details(title, fence(json_safe(text), "json")))
         return out
 
     def raw_section(self, files: List[Tuple[str, str]], cap: Optional[int]) -> Tuple[str, List[str]]:
@@ -419,7 +427,7 @@ class _Layout:
                 total_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
                 trims.append(f"`{name}` cut to its first {lines:,} of {total_lines:,} lines")
                 shown += f"[… trimmed by mlprobe: {total_lines - lines:,} more lines in the JSON report]\n"
-            parts.append(details(f"<code>{name}</code>", fence(shown, "text")))
+            parts.append(details(f"<code>{_html_safe(name)}</code>", fence(shown, "text")))
         if left_out:
             trims.append("left out " + ", ".join(left_out))
         redacted = (self.doc.get("capture_bundle") or {}).get("redacted", True)
