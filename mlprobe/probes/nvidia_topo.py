@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ParseError
@@ -65,23 +66,25 @@ class TopoMatrix:
     nic_names: Dict[str, str] = field(default_factory=dict)  # NIC0 -> mlx5_0 (the NIC legend)
     notes: List[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def gpus(self) -> List[str]:
         return [c for c in self.columns if _GPU.match(c)]
 
-    @property
+    @cached_property
     def nics(self) -> List[str]:
         return [c for c in self.columns if not _GPU.match(c)]
 
     def link(self, a: str, b: str) -> Optional[str]:
         """The code between two devices, from a's row, else from b's (the matrix is symmetric)."""
-        for row, col in ((a, b), (b, a)):
-            r = self.rows.get(row)
-            if r is not None and r.links.get(col):
-                return r.links[col]
-        return None
+        r = self.rows.get(a)
+        code = r.links.get(b) if r is not None else None
+        if code:
+            return code
+        r = self.rows.get(b)
+        return (r.links.get(a) or None) if r is not None else None
 
 
+@lru_cache(maxsize=512)
 def link_type(code: str) -> Tuple[str, Optional[int]]:
     """("nvlink", 18) for NV18, ("phb", None) for PHB, ("sys", None) for the old SOC."""
     code = code.strip().upper()
@@ -212,6 +215,7 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
 # -- facts and words -------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
 def _index(name: str) -> int:
     m = _GPU.match(name)
     assert m is not None
