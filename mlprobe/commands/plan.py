@@ -46,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     host = make_host(args)
     report = pipeline.scan_report(host, host_source(host, args), scanner=scan_host)
     plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ)
+    from ..plan.multigpu import VARIABLES, gpu_use
+
+    # How many GPUs each framework will use: the host's environment (host.json on replay) decides.
+    plan["gpu_use"] = [u.to_dict() for u in gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})]
     plan["source"] = report.get("source")
     if args.why_not:
         try:

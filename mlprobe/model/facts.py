@@ -87,6 +87,39 @@ class PythonFacts(_ToDict):
 
 
 @dataclass(frozen=True)
+class GpuLink(_ToDict):
+    """How a GPU reaches one other GPU (`nvidia-smi topo -m`)."""
+
+    peer: int  # the other GPU's index, in nvidia-smi's numbering
+    type: str  # nvlink, pix, pxb, phb, node, sys, unknown
+    code: str  # as nvidia-smi prints it: NV18, PHB, SOC, ...
+    nvlinks: Optional[int] = None  # bonded NVLinks (NV18 -> 18)
+
+
+@dataclass(frozen=True)
+class GpuNicLink(_ToDict):
+    """How a GPU reaches one network card (GPUDirect RDMA wants PIX or PXB)."""
+
+    name: str  # mlx5_0, or NIC0 when the capture has no NIC legend
+    type: str
+    code: str
+
+
+@dataclass(frozen=True)
+class GpuTopology(_ToDict):
+    """Where a GPU sits: its index in nvidia-smi's numbering, the CPUs and NUMA node close to it, and
+    its link to every other GPU and network card."""
+
+    index: int
+    cpu_affinity: Optional[str] = None  # "0-55,112-167"
+    numa_affinity: Optional[str] = None  # as printed: "0", "0-1"
+    numa_node: Optional[int] = None  # when the affinity is one node
+    gpu_numa_id: Optional[int] = None  # the GPU's own memory node (Grace Hopper, MIG-less C2C)
+    links: Tuple[GpuLink, ...] = ()
+    nics: Tuple[GpuNicLink, ...] = ()
+
+
+@dataclass(frozen=True)
 class GpuFacts(_ToDict):
     """One physical accelerator, as seen by one or more sources."""
 
@@ -112,6 +145,7 @@ class GpuFacts(_ToDict):
     metal_support: Optional[str] = None
     driver_version_raw: Optional[str] = None  # e.g. Windows' 31.0.15.5222
     chip_id: Optional[str] = None
+    topology: Optional[GpuTopology] = None  # NVIDIA: `nvidia-smi topo -m`
     sources: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
 

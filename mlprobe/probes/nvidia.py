@@ -25,6 +25,7 @@ from ..model.facts import Contribution, GpuFacts
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ._util import clean_text, nothing_read, parse_capture
+from .nvidia_topo import with_topology
 
 SOURCE = "nvidia"
 MIB = 1024 * 1024
@@ -708,25 +709,34 @@ def probe(host: Host) -> Contribution:
         except ParseError as exc:
             errors.append(f"{name}: {exc}")
     kernel_driver = parse_capture(host, "proc-driver-nvidia-version.txt", parse_proc_driver_version, errors)
-    if not reports and kernel_driver is None:
+    gpus = _combine(reports)
+    topo_warnings: List[str] = []
+    # Live, the matrix is asked for only where nvidia-smi listed GPUs; a bundle may hold it alone.
+    topo_gpus, topology = ([], None) if live and not gpus else \
+        with_topology(host, [GpuFacts(vendor="nvidia") for _ in gpus], topo_warnings)
+    if not reports and kernel_driver is None and topology is None:
         nothing_read(out, errors, "no nvidia-smi output and no /proc/driver/nvidia/version")
         if timed_out:
             out.status = "timeout"
         return out
     driver = next((r.driver_version for _, r in reports if r.driver_version), None) or kernel_driver
-    gpus = _combine(reports)
     windows = system == "Windows" or any(g.driver_model in ("WDDM", "TCC", "MCDM") for g in gpus)
     cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
     if cuda is None:
         cuda = cuda_for_driver(driver, "Windows" if windows else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
+    if topology is not None:  # each GPU with its row of `nvidia-smi topo -m`
+        out.gpus = [replace(g, topology=t.topology) for g, t in zip(out.gpus, topo_gpus)] + topo_gpus[len(out.gpus):]
     if system is None and windows:
         # A bundle without host.json: WDDM/TCC/MCDM driver models exist only on Windows.
         from ..model.facts import OsFacts
 
         out.os = OsFacts(system="Windows")
-    if driver or cuda:
+    if driver or cuda or topology:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
+        if topology:
+            out.runtimes["cuda"]["topology"] = topology
+    out.warnings.extend(topo_warnings)
     for _, rep in reports:
         out.warnings.extend(rep.notes)
     if kernel_driver and driver and kernel_driver != driver:

@@ -30,6 +30,18 @@ def _status(s: str) -> str:
     return f"[{_STATUS_STYLE.get(s, 'white')}]{s}[/]"
 
 
+def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
+    """`GPUs: torch-cuda uses 4 of 4 (cuda:0…cuda:3): ...` per framework with a GPU recipe."""
+    for u in uses:
+        n, total = len(u.get("visible") or []), u.get("gpus") or 0
+        which = f"{n} of {total}" if n != total else f"all {total}" if total > 1 else str(total)
+        con.print(f"[bold]GPUs:[/bold] {escape(str(u.get('recipe')))} uses {which}"
+                  + (f" (nvidia-smi/rocm GPU {', '.join(str(i) for i in u['visible'])})" if n != total and n else "")
+                  + f": {escape(str(u.get('how')))}")
+        for note in u.get("notes") or []:
+            con.print(f"    [yellow]![/yellow] {escape(str(note))}")
+
+
 def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     from ..ui import deep_safe
 
@@ -56,6 +68,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
                 for fw, rid in tops.items()
             )
         )
+
+    render_gpu_use(plan.get("gpu_use") or [], con)
 
     problems = [f for f in plan.get("installed", []) if f["status"] == "problem"]
     for f in plan.get("installed", []):

@@ -30,6 +30,14 @@ def count(n: Optional[int], word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def placement(g: Any) -> str:
+    """NUMA node and CPUs near a GPU, from `nvidia-smi topo -m`: "0 / 0-15"."""
+    t = g.topology
+    if t is None:
+        return ""
+    return f"{t.numa_affinity or '?'} / {t.cpu_affinity or '?'}"
+
+
 def console() -> Any:
     from ..ui import console as make
 
@@ -84,7 +92,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         con.print(f"    ML ISA: {c.isa_summary}")
 
     gt = Table(title="GPUs and accelerators", title_justify="left", show_lines=False)
-    for col in ("vendor", "name", "driver", "target", "memory", "APIs", "seen by"):
+    placed = any(g.topology for g in facts.gpus)  # `nvidia-smi topo -m` was read
+    for col in ("vendor", "name", "driver", "target", "memory", "APIs", "seen by") + (("NUMA / CPUs",) if placed else ()):
         gt.add_column(col)
     for g in facts.gpus:
         target = g.compute_capability and f"sm {g.compute_capability}" or g.gfx_target or ""
@@ -94,7 +103,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
             target += f", MIG on ({g.mig_devices} slices)"
         gt.add_row(g.vendor, g.name or "?", g.driver_version or "", target,
                    "shared" if g.integrated and not g.memory_bytes else human_bytes(g.memory_bytes) if g.memory_bytes else "",
-                   ", ".join(g.apis), ", ".join(SOURCE_NAMES.get(x, x) for x in g.sources))
+                   ", ".join(g.apis), ", ".join(SOURCE_NAMES.get(x, x) for x in g.sources),
+                   *((placement(g),) if placed else ()))
     for u in facts.usb_accelerators:
         gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb", "lsusb")
     if facts.gpus or facts.usb_accelerators:
@@ -104,7 +114,7 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
 
     rt = facts.runtimes
     parts = []
-    if rt.get("cuda"):
+    if rt.get("cuda") and (rt["cuda"].get("version") or rt["cuda"].get("driver_version")):
         parts.append(f"CUDA {rt['cuda'].get('version') or '?'} (driver {rt['cuda'].get('driver_version') or '?'})")
     if rt.get("rocm"):
         parts.append(f"ROCm {rt['rocm'].get('version') or '?'}")
@@ -118,6 +128,8 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     if rt.get("directml"):
         parts.append("DirectML")
     con.print("[bold]Runtimes[/bold] " + ("; ".join(parts) if parts else "none found"))
+    if isinstance((rt.get("cuda") or {}).get("topology"), dict):
+        con.print("[bold]GPU links[/bold] " + str(rt["cuda"]["topology"].get("summary")))
 
     if facts.frameworks:
         ft = Table(title=f"Frameworks ({python_label})", title_justify="left")

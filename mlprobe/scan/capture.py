@@ -52,6 +52,8 @@ SPECS: Dict[str, CaptureSpec] = {
             timeout=10.0,
         ),
         CaptureSpec("nvidia-smi.txt", argv=("nvidia-smi",), timeout=10.0),
+        # How the GPUs reach each other (NVLink, PCIe), and their CPU/NUMA affinity.
+        CaptureSpec("nvidia-smi-topo-m.txt", argv=("nvidia-smi", "topo", "-m"), timeout=10.0),
         # `nvidia-smi -q` (text): full names where the plain table truncates them.
         CaptureSpec("nvidia-smi-q.txt", argv=("nvidia-smi", "-q"), timeout=10.0),
         CaptureSpec(

@@ -423,6 +423,10 @@ def run_verify(
         "frameworks": fw_records, "results": results, "cpu_peers": peers, "best_cpu": best_cpu,
         "tolerances": dict(TOLERANCES, **{k: v for k, v in (overrides or {}).items() if k in TOLERANCES}),
     }
+    from .peers import slow_gpus
+
+    # Several GPUs of one model: the one clearly slower than the others is named.
+    doc["slow_gpus"] = [g.to_dict() for g in slow_gpus(results)]
     doc["summary"] = summarise(doc)
     doc["exit_code"] = exit_code(doc)
     doc["wall_s"] = round(time.monotonic() - t0, 2)
@@ -435,6 +439,7 @@ def summarise(doc: Dict[str, Any]) -> List[str]:
     for f in doc["frameworks"]:
         if f.get("status") == "not installed":
             out.append(f"{f['name']}: {f['reason']}")
+    out.extend(str(g["message"]) for g in doc.get("slow_gpus") or [])
     best = doc.get("best_cpu")
     if best:
         out.append(f"Best CPU figure: {best['framework']} {best.get('version') or ''} at "

@@ -49,6 +49,8 @@ VERIFY_SCHEMA: Dict[str, Any] = {
         "cpu_peers": {"type": "array"},
         "best_cpu": {"type": ["object", "null"], "required": ["framework", "images_per_s", "seconds_per_epoch"]},
         "tolerances": {"type": "object", "required": ["loss_rtol", "grad_rtol", "learn_target", "accelerated_at"]},
+        "slow_gpus": {"type": "array", "items": {"type": "object", "required": [
+            "framework", "device", "images_per_s", "peer_median", "peers", "slower_by", "message"]}},
         "summary": {"type": "array", "items": {"type": "string"}},
         "exit_code": {"type": "integer"},
         "wall_s": {"type": "number"},
