@@ -260,6 +260,23 @@ def test_a_recipe_file_that_never_ends_is_refused_not_read(tmp_path: Path, what:
     assert "E513" in err
 
 
+@pytest.mark.skipif(os.name != "posix", reason="FIFOs are POSIX")
+@pytest.mark.parametrize("what", ["fifo", "folder"])
+def test_an_install_log_that_is_not_a_file_is_refused_first(tmp_path: Path, what: str) -> None:
+    """`--log FIFO` waited for ever in open() (holding the target's lock); a folder failed late."""
+    log = tmp_path / "log"
+    if what == "fifo":
+        os.mkfifo(log)
+    else:
+        log.mkdir()
+    (tmp_path / "r.json").write_text(json.dumps({"recipe": "demo", "packages": ["demo-app"]}))
+    rc, _, err = run("install", "--recipe-file", tmp_path / "r.json", "--apply", "--venv", tmp_path / "env",
+                     "--index-url", "http://127.0.0.1:9/simple/", "--log", log)
+    user_error(rc, err)
+    assert "[E521]" in err
+    assert not (tmp_path / "env").exists()
+
+
 # -- the net under every command ----------------------------------------------------------------------
 
 

@@ -156,6 +156,26 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
 
 
+def _check_log(path: Path) -> None:
+    """--log names a file to append to: refused before anything is done when it is a folder or a FIFO
+    (opening a FIFO nobody reads would wait for ever, with the target locked)."""
+    import os
+    import stat
+
+    from ..errors import EXIT_USAGE, MlprobeError
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # created (with its folders) when the install starts
+    what = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else None)
+    if what:
+        raise MlprobeError(f"--log {path} is {what}", why="the transcript is appended to a file",
+                           next_step="pass a file name, e.g. --log install.log", ref="E521",
+                           exit_code=EXIT_USAGE)
+
+
 def _overrides(report: object) -> "dict[str, str]":
     """The MLPROBE_OVERRIDE_* values the scan behind the recommendation applied."""
     ov = report.get("overrides") if isinstance(report, dict) else None
@@ -221,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.recover:
         return _recover_all(args)
+    if args.log is not None:
+        _check_log(Path(args.log))
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)

@@ -4,7 +4,8 @@ clinfo.json or clinfo.txt. A CPU device (PoCL) is not a GPU; a GPU device become
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
 from ..model.facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
@@ -183,6 +184,20 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
     cur_dev: Optional[Dict[str, Any]] = None
     pending: Dict[str, str] = {}  # AMD APP SDK prints "Platform Version:" before "Platform Name:"
     in_devices = False
+    # name -> platforms of that name whose device list has not started, oldest first (a lookup per
+    # "Platform Name" line stays O(1) however many platforms a capture lists)
+    unseen: Dict[str, Deque[Dict[str, Any]]] = {}
+
+    def first_unseen(name: str) -> Optional[Dict[str, Any]]:
+        queue = unseen.get(name)
+        while queue and queue[0].get("_devices_seen"):
+            queue.popleft()
+        return queue[0] if queue else None
+
+    def add_platform(p: Dict[str, Any]) -> None:
+        plats.append(p)
+        unseen.setdefault(p["name"], deque()).append(p)
+
     for raw in text.splitlines():
         if re.match(r"^\s*NULL platform behavior", raw) or re.match(r"^\s*ICD loader properties", raw):
             break
@@ -193,13 +208,13 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
         if key.startswith("number of platforms"):
             continue
         if key == "platform name":
-            existing = [p for p in plats if p.get("name") == value and not p.get("_devices_seen")]
-            if in_devices or existing:
+            existing = first_unseen(value)
+            if in_devices or existing is not None:
                 # modern clinfo repeats "Platform Name" before each platform's device list
-                cur_plat = existing[0] if existing else None
+                cur_plat = existing
                 if cur_plat is None:
                     cur_plat = {"name": value, "devices": []}
-                    plats.append(cur_plat)
+                    add_platform(cur_plat)
                 cur_plat["_devices_seen"] = True
                 in_devices = True
                 cur_dev = None
@@ -207,7 +222,7 @@ def parse_clinfo(text: str) -> List[OpenClPlatform]:
             cur_plat = {"name": value, "devices": []}
             cur_plat.update(pending)
             pending = {}
-            plats.append(cur_plat)
+            add_platform(cur_plat)
             continue
         if key in ("platform vendor", "platform version") and not in_devices and (
                 cur_plat is None or (old and _PLATFORM_KEYS[key] in cur_plat)):
