@@ -109,3 +109,29 @@ def test_a_processor_number_repeated_by_a_paste_is_one_thread() -> None:
     x86 = "processor\t: 0\nprocessor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2\n\nprocessor\t: 1\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2\n"
     got = cpu.parse_proc_cpuinfo(x86)
     assert got.threads == 2 and "sse2" in got.flags
+
+
+def test_py_cpuinfo_is_a_capture_so_a_replay_gives_what_the_live_call_found(tmp_path: Path) -> None:
+    """Where no /proc/cpuinfo, lscpu or sysctl exists (Windows), the CPU comes from py-cpuinfo's
+    answer, taken live as the py-cpuinfo.json capture and parsed the same way in a replay."""
+    import importlib.util
+    import json as _json
+
+    from mlprobe.probes.cpu import parse_py_cpuinfo
+    from mlprobe.scan.capture import spec
+    from mlprobe.scan.host import ReplayHost
+    from mlprobe.scan.live.cpuinfo import live_cpuinfo
+    from mlprobe.scan.run import scan
+
+    if importlib.util.find_spec("cpuinfo") is None:
+        pytest.skip("py-cpuinfo is not installed")
+    cap = live_cpuinfo(spec("py-cpuinfo.json"))
+    assert cap.ok
+    live = parse_py_cpuinfo(cap.text())
+    assert live.threads and live.source == "py-cpuinfo"
+    (tmp_path / "host.json").write_text(_json.dumps({"system": "Windows", "python_version": "3.12.1"}))
+    (tmp_path / "py-cpuinfo.json").write_bytes(cap.data or b"")
+    facts = scan(ReplayHost(tmp_path), only=["cpu"])
+    assert facts.cpu == live
+    with pytest.raises(ParseError):
+        parse_py_cpuinfo("not json")

@@ -339,8 +339,8 @@ def probe(host: Host) -> Contribution:
             # ARM: the MIDR table named every core kind, which is what lscpu would add.
             if cpu.core_types and all(k.name for k in cpu.core_types):
                 break
-    if cpu is None and host.kind == "live":
-        cpu = _cpu_from_python(host)
+    if cpu is None:
+        cpu = parse_capture(host, "py-cpuinfo.json", parse_py_cpuinfo, errors)
     if cpu is not None and cpu.arch is None and info.get("machine"):
         from dataclasses import replace
 
@@ -356,22 +356,25 @@ def probe(host: Host) -> Contribution:
     return out
 
 
-def _cpu_from_python(host: Host) -> Optional[CpuFacts]:
-    """Windows (or anything without cheaper sources): py-cpuinfo, off the Linux/macOS hot path."""
+def parse_py_cpuinfo(text: str) -> CpuFacts:
+    """py-cpuinfo's get_cpu_info() as JSON (the py-cpuinfo.json capture: Windows, or anything
+    without cheaper sources)."""
+    import json
+
     try:
-        import cpuinfo  # type: ignore[import-untyped]
-
-        data = cpuinfo.get_cpu_info()
-    except Exception:
-        return None
-    flags = tuple(sorted(str(f).lower() for f in data.get("flags", [])))
-    arch = {"X86_64": "x86_64", "ARM_8": "aarch64"}.get(str(data.get("arch")), str(data.get("arch")).lower())
-    vendor_id = data.get("vendor_id_raw")
-    import os
-
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"py-cpuinfo.json is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ParseError("py-cpuinfo.json is not an object")
+    flags = tuple(sorted(str(f).lower() for f in data.get("flags") or [] if isinstance(f, str)))
+    raw_arch = data.get("arch")
+    arch = {"X86_64": "x86_64", "ARM_8": "aarch64"}.get(str(raw_arch), str(raw_arch).lower()) if raw_arch else None
+    vendor_id = data.get("vendor_id_raw") if isinstance(data.get("vendor_id_raw"), str) else None
+    count = data.get("count")
     return CpuFacts(
         vendor=X86_VENDORS.get(vendor_id or "", (vendor_id or "").lower() or None),
-        vendor_id=vendor_id, model=data.get("brand_raw"), arch=arch, cores=None,
-        threads=data.get("count") or os.cpu_count(), flags=flags,
-        x86_64_level=x86_64_level(flags) if arch == "x86_64" else None, source="py-cpuinfo",
+        vendor_id=vendor_id, model=data.get("brand_raw") if isinstance(data.get("brand_raw"), str) else None,
+        arch=arch, cores=None, threads=count if isinstance(count, int) and not isinstance(count, bool) else None,
+        flags=flags, x86_64_level=x86_64_level(flags) if arch == "x86_64" else None, source="py-cpuinfo",
     )

@@ -96,6 +96,9 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
         CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
         CaptureSpec("mlprobe-frameworks.json", internal="frameworks"),
+        # py-cpuinfo's get_cpu_info(), as JSON: the CPU source where /proc/cpuinfo, lscpu and sysctl
+        # are not (Windows); the CPU probe asks for it only then
+        CaptureSpec("py-cpuinfo.json", internal="py-cpuinfo", timeout=20.0),
         # Only ever read from bundles (users paste these into tickets):
         CaptureSpec("collect_env.txt", internal="never"),
         CaptureSpec("pip-list.txt", internal="never"),

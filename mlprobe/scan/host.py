@@ -310,6 +310,12 @@ def _produce_frameworks(host: LiveHost, s: CaptureSpec) -> Capture:
     return _json_capture(s.name, live_inventory())
 
 
+def _produce_cpuinfo(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .live.cpuinfo import live_cpuinfo
+
+    return live_cpuinfo(s)
+
+
 _INTERNAL: Dict[str, Producer] = {
     "host": _produce_host,
     "kfd-topology": _produce_kfd,
@@ -318,6 +324,7 @@ _INTERNAL: Dict[str, Producer] = {
     "dxdiag": _produce_dxdiag,
     "opencl": _produce_opencl,
     "frameworks": _produce_frameworks,
+    "py-cpuinfo": _produce_cpuinfo,
 }
 
 
