@@ -22,6 +22,7 @@ from mlprobe.install.proc import Transcript
 from mlprobe.install.resolve import (
     classify_failure,
     needs_variant,
+    own_python_check,
     parse_index_versions,
     parse_pip_report,
     pick_variant,
@@ -416,3 +417,18 @@ def test_a_recommendation_with_a_wrong_field_type_is_a_clear_error() -> None:
         Recommendation.from_json({"recipe": "x", "packages": "torch", "env": ["not", "an", "object"]})
     with pytest.raises(ContractError):
         Recommendation.from_json({"recipe": "x", "packages": [1, 2]})
+
+
+def test_a_pip_that_checks_its_own_python_is_named_not_called_incompatible() -> None:
+    # pip 23.2.1's words (a dry run with --python-version 3.12, run by Python 3.11.7, for jax 0.11.2)
+    out = ("WARNING: Location 'file:///opt/x/simple/jax/' is ignored: it is neither a file nor a directory.\n"
+           "ERROR: Package 'jax' requires a different Python: 3.11.7 not in '>=3.12'\n")
+    f = own_python_check(out, "3.12")
+    assert f is not None and f.ref == "E522" and f.kind == "pip-too-old"
+    assert "3.11" in f.what and "3.12" in f.what and "pip>=23.3" in f.next_step
+    # the same words for the Python that runs pip are a real mismatch: left to classify_failure
+    assert own_python_check(out, "3.11") is None
+    assert own_python_check(out, None) is None
+    # pip >= 23.3 names the target version; a real mismatch for the target is not pip's fault
+    newer = "ERROR: Packages require a different Python. 3.9.0 not in: '>=3.12'\n"
+    assert own_python_check(newer, "3.9") is None

@@ -23,7 +23,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from mlprobe.install.backends import Sources, pip_env
-from mlprobe.install.resolve import Resolution, ResolvedDist, classify_failure, dry_run, dry_run_argv
+from mlprobe.install.resolve import (Resolution, ResolvedDist, classify_failure, dry_run, dry_run_argv,
+                                     own_python_check)
 from mlprobe.recipes import knowledge, load_recipes
 
 pytestmark = [pytest.mark.slow, pytest.mark.registry]
@@ -122,6 +123,18 @@ def _fixed_cases() -> Iterable[Case]:
 CASES = sorted(set(_table_cases()) | set(_fixed_cases()))
 
 
+def test_this_pip_checks_the_target_python() -> None:
+    """pip before 23.3 checks Requires-Python against the interpreter that runs it, not
+    --python-version (pip issue 12216): every case for another Python would fail for no reason."""
+    from packaging.version import Version
+
+    cp = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True, timeout=60)
+    version = Version(cp.stdout.split()[1])
+    assert version >= Version("23.3"), (
+        f"pip {version} runs these tests; install the test extra (it asks for pip>=23.3): "
+        'python3 -m pip install -e ".[test]"')
+
+
 def test_every_claim_is_collected() -> None:
     recipes = {c[0] for c in CASES}
     for expected in ("tensorflow-cpu", "tensorflow-cuda", "tensorflow-metal", "tensorflow-directml-plugin",
@@ -174,7 +187,8 @@ def _resolve(case: Case) -> Tuple[Case, Resolution]:
         return case, res
     ok, err, top = _pip_no_deps(packages, os_name, arch, py)
     if not ok:
-        return case, Resolution(ok=False, output_tail=err, failure=classify_failure(err, "pip"))
+        return case, Resolution(ok=False, output_tail=err,
+                                failure=own_python_check(err, py) or classify_failure(err, "pip"))
     env = _marker_env(os_name, arch, py)
     deps: List[str] = []
     for item in top:
@@ -192,7 +206,8 @@ def _resolve(case: Case) -> Tuple[Case, Resolution]:
     if deps:
         ok, err, more = _pip_no_deps(sorted(set(deps)), os_name, arch, py)
         if not ok:
-            return case, Resolution(ok=False, output_tail=err, failure=classify_failure(err, "pip"))
+            return case, Resolution(ok=False, output_tail=err,
+                                    failure=own_python_check(err, py) or classify_failure(err, "pip"))
     return case, Resolution(ok=True, dists=dists)
 
 

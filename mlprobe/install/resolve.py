@@ -52,7 +52,7 @@ class ResolvedDist:
 
 @dataclass(frozen=True)
 class Failure:
-    # network | not-found | incompatible | conflict | broken | externally-managed | interrupted | other
+    # network | not-found | incompatible | conflict | broken | externally-managed | interrupted | pip-too-old | other
     kind: str
     what: str
     why: str
@@ -199,6 +199,30 @@ def classify_failure(output: str, tool: str = "pip", during: str = "resolving") 
                    "E506")
 
 
+_OWN_PYTHON = re.compile(r"requires a different Python:?\.? (\d+)\.(\d+)(?:\.\d+)? not in")
+
+
+def own_python_check(output: str, python_version: Optional[str]) -> Optional[Failure]:
+    """pip before 23.3 checks a package's Requires-Python against the interpreter that runs pip,
+    not the --python-version it was given (pip issue 12216, fixed by pip PR 12218): a dry run for
+    another Python then fails for a package that fits the target. Say that, not "no wheel fits"."""
+    if not python_version:
+        return None
+    m = _OWN_PYTHON.search(output)
+    if m is None:
+        return None
+    checked = f"{m.group(1)}.{m.group(2)}"
+    target = ".".join(python_version.split(".")[:2])
+    if checked == target:
+        return None
+    line = next((ln.strip() for ln in output.splitlines() if _OWN_PYTHON.search(ln)), "")[:300]
+    return Failure("pip-too-old",
+                   f"pip checked Requires-Python against the Python that runs it ({checked}), "
+                   f"not the target Python {target}",
+                   f"{line} (pip before 23.3 ignores --python-version in that check)",
+                   "upgrade pip where mlprobe runs: python -m pip install --upgrade \"pip>=23.3\"", "E522")
+
+
 def parse_index_versions(text: str) -> List[str]:
     """`pip index versions NAME` -> the versions it lists (newest first)."""
     m = re.search(r"^Available versions:\s*(.*)$", text, re.M)
@@ -245,8 +269,10 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
                                           "run again; read the index checks above", "E506"))
     seconds = time.perf_counter() - started
     if cp.returncode != 0:
+        failure = own_python_check(cp.stderr, python_version) or \
+            classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "pip")
         return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
-                          failure=classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "pip"))
+                          failure=failure)
     try:
         dists = parse_pip_report(cp.stdout)
     except ParseError as exc:
