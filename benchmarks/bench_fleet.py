@@ -8,7 +8,8 @@
    nodes replay the H200, RX 6700 XT and Opteron bundles, the head scans this machine), against
    `mlprobe report` of this machine (the same scan + plan on one node), after the cluster is up:
    overhead = fleet scan - single report, median of repeats; beside it Ray's own floor for the same
-   round trip with empty tasks (a new worker process per node is most of it).
+   round trip with empty tasks (a new worker process per node is most of it). Then the same with
+   `--keep-agents 300`: one scan starts an agent per node, the repeats reuse them.
 
     python benchmarks/bench_fleet.py [--nodes 10000] [--skip-merge] [--skip-scan] [--repeats 5]
 """
@@ -123,6 +124,23 @@ def bench_scan(repeats: int) -> None:
               f"({', '.join(f'{x:.2f}' for x in floor)})")
         print(f"overhead of fleet scan over a single scan: {f - s:.2f} s (target <= 2 s); "
               f"of which Ray's floor minus a single scan: {fl - s:.2f} s")
+        # --keep-agents: the first scan starts one agent per node, the repeats find them by name
+        keep = [sys.executable, "-m", "mlprobe", "fleet", "scan", "--address", cluster.address, "--json",
+                "--timeout", "120", "--keep-agents", "300"]
+        w, _, p = run_child(keep, env)
+        assert p.returncode == 0, p.stderr[-2000:]
+        warm: List[float] = []
+        for _ in range(repeats):
+            wt, _, p = run_child(keep, env)
+            assert p.returncode == 0, p.stderr[-2000:]
+            doc = json.loads(p.stdout)
+            assert doc["summary"]["by_status"] == {"ok": 4}
+            assert all(n["agent"]["scans"] >= 2 for n in doc["nodes"]), "an agent was not reused"
+            warm.append(wt)
+        wm = statistics.median(warm)
+        print(f"`mlprobe fleet scan --keep-agents 300`: first {w:.2f} s (starts the agents), then median "
+              f"{wm:.2f} s ({', '.join(f'{x:.2f}' for x in warm)}): overhead over a single scan "
+              f"{wm - s:.2f} s (target <= 2 s)")
     finally:
         cluster.stop()
 

@@ -99,6 +99,55 @@ def test_four_nodes_each_with_its_own_facts(cluster: LocalRayCluster) -> None:
         assert groups[n["name"]]["plan"] == n["facts"]["plan"]
 
 
+AGENTS = """
+import json, sys, ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False, namespace="mlprobe")
+out = {}
+for a in ray.util.list_named_actors(all_namespaces=True):
+    if a["namespace"] == "mlprobe" and a["name"].startswith("mlprobe-agent-"):
+        out[a["name"]] = ray.get_actor(a["name"], namespace="mlprobe")._actor_id.hex()
+print(json.dumps(out))
+ray.shutdown()
+"""
+
+
+def agents(address: str) -> Dict[str, str]:
+    """name -> actor id of the mlprobe agents alive on the cluster (asked by a separate driver)."""
+    proc = subprocess.run([sys.executable, "-c", AGENTS, address], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_kept_agents_serve_a_repeat_scan_and_end_themselves(cluster: LocalRayCluster) -> None:
+    assert agents(cluster.address) == {}  # a plain scan leaves nothing behind
+    first = fleet_scan(cluster.address, 120, "--keep-agents", "60")
+    assert first.returncode == 0, first.stderr[-3000:]
+    doc1 = json.loads(first.stdout)
+    jsonschema.validate(doc1, fleet_schema())
+    assert doc1["source"]["keep_agents_s"] == 60 and doc1["summary"]["by_status"] == {"ok": 4}
+    kept = agents(cluster.address)
+    assert len(kept) == 4, kept  # one per node
+    second = fleet_scan(cluster.address, 120, "--keep-agents", "2")
+    assert second.returncode == 0, second.stderr[-3000:]
+    doc2 = json.loads(second.stdout)
+    jsonschema.validate(doc2, fleet_schema())
+    # each node's own facts again, read afresh: the same answer as a cold scan gives
+    one, two = by_bundle(doc1), by_bundle(doc2)
+    assert set(two) == {"live", *BUNDLES}
+    for key in one:
+        assert two[key]["facts"]["plan"] == one[key]["facts"]["plan"]
+        assert two[key]["facts"]["gpus"] == one[key]["facts"]["gpus"]
+        assert two[key]["ray_node_id"] == one[key]["ray_node_id"]
+        # the same process on each node served both scans
+        assert one[key]["agent"]["scans"] == 1 and two[key]["agent"]["scans"] == 2
+        assert two[key]["agent"]["pid"] == one[key]["agent"]["pid"]
+    # the second scan set their keep time to 2 s: idle that long, they end and free their names
+    deadline = time.monotonic() + 30
+    while agents(cluster.address) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert agents(cluster.address) == {}
+
+
 def test_killed_node_is_lost_and_the_scan_ends_in_time(cluster: LocalRayCluster, tmp_path: Path) -> None:
     # A fifth node (live) whose nvidia-smi hangs: it signals when its scan has started to wait on it.
     fake = tmp_path / "bin"

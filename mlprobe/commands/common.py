@@ -107,6 +107,19 @@ def seconds(text: str) -> float:
     return value
 
 
+def keep_seconds(text: str) -> float:
+    """argparse type for how long something may stay: 0 (not at all) to one day."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 to 86400 seconds (a day at most)")
+    return value
+
+
 # What `verify --device` accepts: a kind or API (cuda, rocm, mps, ...), with an optional index
 # (cuda:1), or a PlaidML device id (llvm_cpu.0, opencl_amd_gfx1031.0, metal_amd_radeon_pro_5600m.0).
 DEVICE_KINDS = ("cpu", "cuda", "rocm", "hip", "mps", "xpu", "directml", "dml", "gpu", "metal", "opencl",

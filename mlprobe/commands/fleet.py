@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 
 from .. import ui
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
-from .common import seconds
+from .common import keep_seconds, seconds
 
 # A fleet report with every node's full report embedded can be large; anything beyond this is not one.
 MAX_FLEET_BYTES = 1024 * 1024 * 1024
@@ -42,6 +42,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help=f"time limit for the whole scan; nodes without an answer by then are 'timeout' "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
     s.add_argument("--verify", action="store_true", help="also run verify on each live node (slow)")
+    s.add_argument("--keep-agents", type=keep_seconds, default=0.0, metavar="S",
+                   help="leave one idle scan worker per node (a detached Ray actor, no CPU reserved) for S "
+                        "seconds after the scan, so a repeat scan within that time skips Ray's start of a new "
+                        "worker process on every node; each ends itself when idle that long "
+                        "(default 0: nothing is left running)")
     s.add_argument("--json", action="store_true", help="print the fleet report as JSON")
     s.add_argument("-o", "--output", metavar="FILE", help="write the fleet report (JSON) here")
     s.set_defaults(func=run_scan)
@@ -123,7 +128,8 @@ def run_scan(args: argparse.Namespace) -> int:
             ui.debug(line)
 
     with ui.progress(f"fleet scan of {address}"):
-        doc = scan_cluster(address, args.timeout, verify=args.verify, on_event=event)
+        doc = scan_cluster(address, args.timeout, verify=args.verify, on_event=event,
+                           keep_agents_s=args.keep_agents)
     _emit(doc, args)
     return 0 if all(n["status"] == "ok" for n in doc["nodes"]) else EXIT_FAILURE
 

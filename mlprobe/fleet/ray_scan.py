@@ -159,18 +159,29 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+AGENT_NAMESPACE = "mlprobe"
+
+
+def agent_name(node_id: str) -> str:
+    """One agent per node and mlprobe version: a node whose mlprobe changed gets a new agent (the old
+    one ends when its keep time runs out)."""
+    from .. import __version__
+
+    return f"mlprobe-agent-{__version__}-{node_id[:16]}"
+
+
 def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[Event] = None,
-                 now: Optional[str] = None) -> Dict[str, Any]:
+                 now: Optional[str] = None, keep_agents_s: float = 0.0) -> Dict[str, Any]:
     with stdout_to_stderr():
-        return _scan_cluster(address, timeout, verify, on_event, now)
+        return _scan_cluster(address, timeout, verify, on_event, now, keep_agents_s)
 
 
 def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional[Event],
-                  now: Optional[str]) -> Dict[str, Any]:
+                  now: Optional[str], keep_agents_s: float = 0.0) -> Dict[str, Any]:
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from .task import scan_node
+    from .task import NodeAgent, scan_node
 
     started = time.monotonic()
     connect(ray, address, timeout)
@@ -178,16 +189,27 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         names = node_names(nodes)
         remote = ray.remote(scan_node)
+        agent_cls = ray.remote(NodeAgent) if keep_agents_s > 0 else None
+        agents: Dict[str, Any] = {}
         pending: Dict[Any, Dict[str, Any]] = {}
         entries: Dict[str, Dict[str, Any]] = {}
         for n in nodes:
             nid = n["NodeID"]
             entries[nid] = {"name": names[nid], "ray_node_id": nid, "address": n.get("NodeManagerAddress"),
                             "status": "timeout", "error": None, "seconds": None, "group": None, "facts": None}
-            ref = remote.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nid, soft=False),
-                num_cpus=0, max_retries=0, retry_exceptions=False, name=f"mlprobe-fleet-scan-{names[nid]}",
-            ).remote(verify)
+            pin = NodeAffinitySchedulingStrategy(node_id=nid, soft=False)
+            if agent_cls is not None:
+                # a detached actor, found again by name by the next scan (get_if_exists)
+                agents[nid] = agent_cls.options(
+                    name=agent_name(nid), namespace=AGENT_NAMESPACE, lifetime="detached", get_if_exists=True,
+                    scheduling_strategy=pin, num_cpus=0, max_restarts=0, max_task_retries=0,
+                ).remote(keep_agents_s)
+                ref = agents[nid].scan.remote(verify, keep_agents_s)
+            else:
+                ref = remote.options(
+                    scheduling_strategy=pin, num_cpus=0, max_retries=0, retry_exceptions=False,
+                    name=f"mlprobe-fleet-scan-{names[nid]}",
+                ).remote(verify)
             pending[ref] = {"node": nid, "submitted": time.monotonic()}
 
         def finish(nid: str, status: str, error: Optional[str], result: Optional[Dict[str, Any]]) -> None:
@@ -197,6 +219,8 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
             if result is not None:
                 e["seconds"] = result.get("seconds", e["seconds"])
                 e["report"] = result["report"]
+                if result.get("agent"):
+                    e["agent"] = result["agent"]
                 e["facts"] = summarize(result["report"])
             if on_event is not None:
                 on_event(e["name"], status, e["seconds"], error or _where(result))
@@ -224,17 +248,19 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
             for ref, info in list(pending.items()):
                 if alive is not None and info["node"] not in alive:
                     pending.pop(ref)
-                    _cancel(ray, ref)
+                    _cancel(ray, ref, agents.get(info["node"]))
                     finish(info["node"], "lost", "the node died or left the cluster during the scan", None)
         alive = _alive_ids(ray) or alive
         for ref, info in pending.items():
-            _cancel(ray, ref)
+            _cancel(ray, ref, agents.get(info["node"]))
             if alive is not None and info["node"] not in alive:
                 finish(info["node"], "lost", "the node died or left the cluster during the scan", None)
             else:
                 finish(info["node"], "timeout", f"no answer within {timeout:g} s", None)
-        source = {"kind": "ray", "address": address, "timeout_s": timeout,
-                  "seconds": round(time.monotonic() - started, 3)}
+        source: Dict[str, Any] = {"kind": "ray", "address": address, "timeout_s": timeout,
+                                  "seconds": round(time.monotonic() - started, 3)}
+        if keep_agents_s > 0:
+            source["keep_agents_s"] = keep_agents_s
         return build_fleet(list(entries.values()), source, now=now)
     finally:
         try:
@@ -252,8 +278,13 @@ def _where(result: Optional[Dict[str, Any]]) -> str:
     return "live"
 
 
-def _cancel(ray: Any, ref: Any) -> None:
+def _cancel(ray: Any, ref: Any, agent: Any = None) -> None:
+    """Stop a node's scan: a task is cancelled (its worker killed); an agent's method cannot be
+    force-cancelled, so the agent itself is killed (the next scan starts a new one)."""
     try:
-        ray.cancel(ref, force=True)
+        if agent is not None:
+            ray.kill(agent, no_restart=True)
+        else:
+            ray.cancel(ref, force=True)
     except Exception:  # already finished, or its node is gone
         pass

@@ -28,3 +28,38 @@ def scan_node(verify: bool = False) -> Dict[str, Any]:
     doc = build_report(host, ReportOptions(verify=verify), source=host_source(host, args))
     return {"report": doc, "seconds": round(time.monotonic() - started, 3), "mlprobe_version": __version__,
             "pid": os.getpid()}
+
+
+class NodeAgent:
+    """A scan worker that stays on its node between fleet scans (`fleet scan --keep-agents S`), so a
+    repeat scan skips Ray's start of a new worker process per node (most of a cold scan's cost). It
+    runs the same scan_node, with the live machine read afresh each time (tools and files are read
+    again; only static tables stay loaded), and ends itself once idle for its keep time."""
+
+    def __init__(self, keep_s: float) -> None:
+        import threading
+
+        self.keep_s = float(keep_s)
+        self.last_used = time.monotonic()
+        self.busy = False
+        self.scans = 0
+        threading.Thread(target=self._expire, name="mlprobe-agent-expiry", daemon=True).start()
+
+    def _expire(self) -> None:
+        while True:
+            time.sleep(min(5.0, max(0.2, self.keep_s / 4)))
+            if not self.busy and time.monotonic() - self.last_used > self.keep_s:
+                os._exit(0)  # detached actor without restarts: its name is free again
+
+    def scan(self, verify: bool = False, keep_s: float = 0.0) -> Dict[str, Any]:
+        self.busy = True
+        try:
+            if keep_s > 0:
+                self.keep_s = float(keep_s)
+            result = scan_node(verify)
+            self.scans += 1
+            result["agent"] = {"scans": self.scans, "pid": os.getpid()}
+            return result
+        finally:
+            self.last_used = time.monotonic()
+            self.busy = False
