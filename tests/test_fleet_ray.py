@@ -127,6 +127,13 @@ def test_kept_agents_serve_a_repeat_scan_and_end_themselves(cluster: LocalRayClu
     assert doc1["source"]["keep_agents_s"] == 60 and doc1["summary"]["by_status"] == {"ok": 4}
     kept = agents(cluster.address)
     assert len(kept) == 4, kept  # one per node
+    # one agent killed from outside: its node gets a new one, the others serve their second scan
+    victim = sorted(kept)[0]
+    kill = subprocess.run([sys.executable, "-c", "import ray, sys; ray.init(address=sys.argv[1], "
+                           "logging_level='ERROR', log_to_driver=False); "
+                           "ray.kill(ray.get_actor(sys.argv[2], namespace='mlprobe'), no_restart=True)",
+                           cluster.address, victim], capture_output=True, text=True, timeout=120)
+    assert kill.returncode == 0, kill.stderr[-2000:]
     second = fleet_scan(cluster.address, 120, "--keep-agents", "2")
     assert second.returncode == 0, second.stderr[-3000:]
     doc2 = json.loads(second.stdout)
@@ -138,9 +145,14 @@ def test_kept_agents_serve_a_repeat_scan_and_end_themselves(cluster: LocalRayClu
         assert two[key]["facts"]["plan"] == one[key]["facts"]["plan"]
         assert two[key]["facts"]["gpus"] == one[key]["facts"]["gpus"]
         assert two[key]["ray_node_id"] == one[key]["ray_node_id"]
-        # the same process on each node served both scans
-        assert one[key]["agent"]["scans"] == 1 and two[key]["agent"]["scans"] == 2
-        assert two[key]["agent"]["pid"] == one[key]["agent"]["pid"]
+        assert one[key]["agent"]["scans"] == 1
+    # the same process on each node served both scans, but on the victim's node: a new one
+    victim_node = next(k for k, n in one.items() if victim.endswith(n["ray_node_id"][:16]))
+    for key in one:
+        if key == victim_node:
+            assert two[key]["agent"]["scans"] == 1 and two[key]["agent"]["pid"] != one[key]["agent"]["pid"]
+        else:
+            assert two[key]["agent"]["scans"] == 2 and two[key]["agent"]["pid"] == one[key]["agent"]["pid"]
     # the second scan set their keep time to 2 s: idle that long, they end and free their names
     deadline = time.monotonic() + 30
     while agents(cluster.address) and time.monotonic() < deadline:

@@ -124,6 +124,13 @@ def classify(exc: BaseException, node_alive: bool) -> Tuple[str, str]:
     return "error", _first_line(text)
 
 
+def agent_died(exc: BaseException) -> bool:
+    import ray.exceptions as rex
+
+    died = getattr(rex, "ActorDiedError", None)
+    return isinstance(died, type) and isinstance(exc, died)
+
+
 def _first_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return (lines[0] if lines else text)[:500]
@@ -191,7 +198,19 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
         remote = ray.remote(scan_node)
         agent_cls = ray.remote(NodeAgent) if keep_agents_s > 0 else None
         agents: Dict[str, Any] = {}
+        retried: set[str] = set()
         pending: Dict[Any, Dict[str, Any]] = {}
+
+        def submit_to_agent(nid: str) -> Any:
+            # a detached actor, found again by name by the next scan (get_if_exists)
+            assert agent_cls is not None
+            agents[nid] = agent_cls.options(
+                name=agent_name(nid), namespace=AGENT_NAMESPACE, lifetime="detached", get_if_exists=True,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nid, soft=False), num_cpus=0,
+                max_restarts=0, max_task_retries=0,
+            ).remote(keep_agents_s)
+            return agents[nid].scan.remote(verify, keep_agents_s)
+
         entries: Dict[str, Dict[str, Any]] = {}
         for n in nodes:
             nid = n["NodeID"]
@@ -199,12 +218,7 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
                             "status": "timeout", "error": None, "seconds": None, "group": None, "facts": None}
             pin = NodeAffinitySchedulingStrategy(node_id=nid, soft=False)
             if agent_cls is not None:
-                # a detached actor, found again by name by the next scan (get_if_exists)
-                agents[nid] = agent_cls.options(
-                    name=agent_name(nid), namespace=AGENT_NAMESPACE, lifetime="detached", get_if_exists=True,
-                    scheduling_strategy=pin, num_cpus=0, max_restarts=0, max_task_retries=0,
-                ).remote(keep_agents_s)
-                ref = agents[nid].scan.remote(verify, keep_agents_s)
+                ref = submit_to_agent(nid)
             else:
                 ref = remote.options(
                     scheduling_strategy=pin, num_cpus=0, max_retries=0, retry_exceptions=False,
@@ -241,7 +255,14 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
                 try:
                     result = ray.get(ref)
                 except Exception as exc:
-                    status, error = classify(exc, alive is None or nid in alive)
+                    node_alive = alive is None or nid in alive
+                    if nid in agents and nid not in retried and node_alive and agent_died(exc):
+                        # the kept agent ended (its idle time ran out as this scan reached it, or it
+                        # was killed): once, a new one
+                        retried.add(nid)
+                        pending[submit_to_agent(nid)] = {"node": nid, "submitted": time.monotonic()}
+                        continue
+                    status, error = classify(exc, node_alive)
                     finish(nid, status, error, None)
                 else:
                     finish(nid, "ok", None, result)
