@@ -39,6 +39,9 @@ def export(commit: str, dest: Path) -> None:
 def timed(tree: Path, args: List[str]) -> float:
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("MLPROBE_PYTORCH_INDEX_URL", None)
+    # An installed package has its .pyc files (pip compiles them); with PYTHONDONTWRITEBYTECODE set,
+    # every run would compile every module again and time the compiler, more so for more code.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "mlprobe", "-q", *args], env=env, cwd=str(tree),
                           capture_output=True, timeout=300)
