@@ -141,3 +141,41 @@ def test_opencl_fast_child_crash_falls_back_to_full_import(monkeypatch: pytest.M
     cap = opencl.live_capture(LiveHost(), spec("mlprobe-opencl.json"))
     assert calls == [False, True]
     assert cap.status in ("ok", "absent"), cap.error  # absent where pyopencl is not installed
+
+
+def test_a_replay_parser_that_never_ends_costs_only_its_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay parses on two worker threads: one probe stuck past the deadline is a timeout, and
+    every other probe of the bundle still gives its facts."""
+    import threading
+
+    from mlprobe import probes as registry
+    from mlprobe.scan import run as scan_run
+    from mlprobe.scan.host import ReplayHost
+
+    from .conftest import FIXTURES
+
+    release = threading.Event()
+    real_load = registry.load
+
+    def load(module: str):  # type: ignore[no-untyped-def]
+        if module == "stuck":
+            def probe(host):  # type: ignore[no-untyped-def]
+                release.wait(20)
+                raise RuntimeError("released")
+            return probe
+        return real_load(module)
+
+    monkeypatch.setattr(registry, "load", load)
+    monkeypatch.setattr(registry, "builtin", lambda: [("stuck", "stuck")] + list(registry.PROBES))
+    monkeypatch.setattr(scan_run, "PROBE_DEADLINE_S", 3.0)
+    host = ReplayHost(FIXTURES / "linux-nvidia-h200-mlprobe-capture")
+    t0 = time.monotonic()
+    try:
+        facts = scan_run.scan(host)
+    finally:
+        release.set()
+    assert time.monotonic() - t0 < 10
+    status = {p.name: p.status for p in facts.probes}
+    assert status["stuck"] == "timeout"
+    assert status["nvidia"] == "ok" and status["cpu"] == "ok"
+    assert [g.name for g in facts.gpus] == ["NVIDIA H200"]
