@@ -44,7 +44,20 @@ def _parser_class() -> "type[argparse.ArgumentParser]":
     return Parser
 
 
-def build_parser() -> "argparse.ArgumentParser":
+def command_of(argv: List[str]) -> Optional[str]:
+    """The command a command line names (its first word that is not an option), when it is one of
+    ours: only that command's parser is then built (each command module imports what its options
+    need). None for `--help`, `-V`, no command or an unknown word: the whole parser says what to do."""
+    for word in argv:
+        if word in ("-h", "--help", "-V", "--version", "--"):
+            return None
+        if word.startswith("-"):
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(only: Optional[str] = None) -> "argparse.ArgumentParser":
     import argparse
     import importlib
     import importlib.util
@@ -58,7 +71,7 @@ def build_parser() -> "argparse.ArgumentParser":
     parser.add_argument("-V", "--version", action="version", version=f"mlprobe {__version__}")
     _add_verbosity(parser, 1)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in ([only] if only in COMMANDS else COMMANDS):
         modname = f"mlprobe.commands.{name}"
         if importlib.util.find_spec(modname) is None:
             continue
@@ -179,7 +192,7 @@ def _main(argv: List[str]) -> int:
     from . import ui
     from .errors import EXIT_INTERRUPTED, EXIT_USAGE, LibraryError, MlprobeError
 
-    parser = build_parser()
+    parser = build_parser(only=command_of(argv))
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:

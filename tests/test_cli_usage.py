@@ -246,3 +246,26 @@ def test_closed_standard_streams(closed: str, argv: List[str], code: int) -> Non
         text = log.read().decode(errors="replace")
     assert p.returncode == code, text
     assert "Traceback" not in text
+
+
+def test_only_the_named_commands_parser_is_built() -> None:
+    """`mlprobe plan ...` builds the plan command's parser alone (the other command modules and what
+    their options import stay unloaded); help, -V and unknown words get the whole parser."""
+    import ast
+    import subprocess
+    import sys
+
+    from mlprobe.cli import command_of
+
+    assert command_of(["-q", "plan", "--json"]) == "plan"
+    assert command_of(["--verbose", "scan"]) == "scan"
+    assert command_of(["--help", "plan"]) is None and command_of(["-V"]) is None
+    assert command_of(["nonsense"]) is None and command_of([]) is None
+    code = ("import sys; from mlprobe import cli; p = cli.build_parser(cli.command_of(sys.argv[1:])); "
+            "print(sorted(m for m in sys.modules if m.startswith('mlprobe.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code, "-q", "scan", "--json"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded = ast.literal_eval(out.stdout.strip())
+    assert "mlprobe.commands.scan" in loaded
+    assert not {"mlprobe.commands.fleet", "mlprobe.commands.install", "mlprobe.commands.labels"} & set(loaded)
