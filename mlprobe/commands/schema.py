@@ -1,4 +1,4 @@
-"""`mlprobe schema [scan|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
+"""`mlprobe schema [scan|plan|verify|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import sys
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json` (or of a report)")
-    p.add_argument("which", nargs="?", choices=("scan", "report", "recipe", "fleet"), default="scan",
-                   help="scan: `mlprobe scan --json` (default); report: `mlprobe report`; recipe: a recipe "
-                        "file; fleet: `mlprobe fleet scan|merge`")
+    p.add_argument("which", nargs="?", choices=("scan", "plan", "verify", "report", "recipe", "fleet"),
+                   default="scan",
+                   help="scan: `mlprobe scan --json` (default); plan: `mlprobe plan --json`; verify: "
+                        "`mlprobe verify --json`; report: `mlprobe report`; recipe: a recipe file; fleet: "
+                        "`mlprobe fleet scan|merge`")
     p.set_defaults(func=run)
 
 
@@ -25,6 +27,14 @@ def run(args: argparse.Namespace) -> int:
         from ..report.envelope import report_schema
 
         doc = report_schema()
+    elif args.which == "plan":
+        from ..model.plan import plan_schema
+
+        doc = plan_schema()
+    elif args.which == "verify":
+        from ..verify.schema import VERIFY_SCHEMA
+
+        doc = VERIFY_SCHEMA
     elif args.which == "fleet":
         from ..fleet.document import fleet_schema
 

@@ -1,6 +1,10 @@
-"""The plan's recommendation as a typed, frozen contract: what the planner writes
-(`mlprobe plan --json` → `recommended[i]`) and the only thing the installer reads. JSON in and out
-through `Recommendation.from_json` / `to_json` (the key order is the one `plan --json` prints)."""
+"""The plan as typed, frozen contracts: what the planner writes (`mlprobe plan --json`) and what the
+installer reads. `Plan` holds the ranked `Recommendation`s (with their index reference, config files,
+shim steps and verify target), the `Rejection`s with their reasons, the `RetiredPath`s and the
+`InstalledFinding`s. JSON in and out through `model/contract.py` (`Plan.to_json` / `Plan.from_json`;
+the key order is the one `plan --json` prints); `Recommendation.from_json` also reads a hand-written
+recommendation (`install --recipe-file`). `mlprobe schema plan` prints the schema derived from these
+types."""
 
 from __future__ import annotations
 
@@ -8,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from .contract import ContractError, from_json, json_schema, to_json
 
-class ContractError(ValueError):
-    """A document that is not a recommendation (wrong type of a field the installer needs)."""
+PLAN_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -152,4 +156,116 @@ class Recommendation:
         )
 
 
-__all__ = ["ConfigFile", "ContractError", "IndexRef", "Recommendation", "ShimStep", "VerifyTarget"]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A recipe that does not fit, and why, in words."""
+
+    recipe: str
+    title: str
+    framework: str
+    backend: str
+    status: str
+    reasons: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RetiredPath:
+    """A path people still read about (TensorFlow on OpenCL, Neon, NCSDK), and what replaced it."""
+
+    recipe: str
+    title: str
+    framework: str
+    backend: str
+    status: str
+    relevant: bool
+    summary: Optional[str]
+    successor: Optional[str]
+    sources: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InstalledFinding:
+    """Whether an installed framework build can use this machine (`status`: ok, problem, warning or
+    info), and the commands that fix it."""
+
+    package: str
+    version: Optional[str]
+    build: Optional[str]
+    status: str
+    message: str
+    reasons: Tuple[str, ...] = ()
+    fix: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    """The interpreter and system the plan is for."""
+
+    python: Optional[str]
+    python_source: Optional[str]
+    os: Optional[str]
+    wsl: Optional[bool]
+    arch: Optional[str]
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """How many GPUs a recommended recipe's framework will use, and how (plan/multigpu.py)."""
+
+    recipe: str
+    framework: str
+    backend: str
+    gpus: int  # GPUs of that vendor on the machine
+    visible: Tuple[int, ...]  # which of them the framework will see, in the order it numbers them
+    devices: Tuple[str, ...]  # what the framework calls them: cuda:0, /GPU:0, ...
+    how: str  # one sentence
+    variable: Optional[str] = None
+    value: Optional[str] = None
+    notes: Tuple[str, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        doc: Dict[str, Any] = to_json(self)
+        return doc
+
+
+@dataclass(frozen=True)
+class Plan:
+    """mlprobe plan: the recipes that fit (ranked), those that do not (and why), retired paths and
+    findings on what is installed."""
+
+    plan_version: int
+    framework: str
+    target: PlanTarget
+    top: Mapping[str, Optional[str]]
+    recommended: Tuple[Recommendation, ...]
+    rejected: Tuple[Rejection, ...]
+    retired: Tuple[RetiredPath, ...]
+    installed: Tuple[InstalledFinding, ...]
+    warnings: Tuple[str, ...]
+    # what `mlprobe plan` adds: the GPUs each framework will use (the host's environment decides)
+    # and where the scan came from; absent from a plan made without a host
+    gpu_use: Optional[Tuple[GpuUse, ...]] = None
+    source: Optional[Mapping[str, Any]] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        doc: Dict[str, Any] = to_json(self)
+        for key in ("gpu_use", "source"):
+            if doc[key] is None:
+                del doc[key]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "Plan":
+        """A plan from `plan --json`; a field of the wrong shape is a ContractError naming it."""
+        return from_json(cls, doc)
+
+
+def plan_schema() -> Dict[str, Any]:
+    """The JSON Schema of `mlprobe plan --json`, derived from the types above."""
+    return json_schema(Plan, "mlprobe plan")
+
+
+__all__ = ["ConfigFile", "ContractError", "GpuUse", "IndexRef", "InstalledFinding", "PLAN_VERSION", "Plan", "PlanTarget",
+           "Recommendation", "Rejection", "RetiredPath", "ShimStep", "VerifyTarget", "plan_schema"]

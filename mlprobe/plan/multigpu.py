@@ -13,8 +13,10 @@ environment for this machine), never from os.environ here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..model.plan import GpuUse
 
 # The variables that decide which GPUs a framework sees (host.py captures these into host.json).
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
@@ -30,25 +32,6 @@ class Visibility:
     variable: Optional[str] = None  # the variable that decided, when one did
     value: Optional[str] = None
     notes: Tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class GpuUse:
-    recipe: str
-    framework: str
-    backend: str
-    gpus: int  # GPUs of that vendor on the machine
-    visible: Tuple[int, ...]  # which of them the framework will see, in the order it numbers them
-    devices: Tuple[str, ...]  # what the framework calls them: cuda:0, /GPU:0, ...
-    how: str  # one sentence
-    variable: Optional[str] = None
-    value: Optional[str] = None
-    notes: Tuple[str, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"recipe": self.recipe, "framework": self.framework, "backend": self.backend,
-                "gpus": self.gpus, "visible": list(self.visible), "devices": list(self.devices),
-                "how": self.how, "variable": self.variable, "value": self.value, "notes": list(self.notes)}
 
 
 def parse_visible(value: Optional[str], count: int, uuids: Sequence[Optional[str]] = (),

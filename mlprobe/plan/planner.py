@@ -14,10 +14,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
+from ..model.plan import PLAN_VERSION, InstalledFinding, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model.vocabulary import vocabulary
 from ..urls import check_url
 
-PLAN_VERSION = 1
 FRAMEWORK_CHOICES = ("any",) + vocabulary().plan_frameworks()
 STATUS_PENALTY = {"maintained": 0, "preview": 5, "paused": 25, "unmaintained": 30, "retired": 1000}
 MATURITY = {"maintained": 0, "preview": 1, "paused": 2, "unmaintained": 3, "retired": 9}
@@ -164,10 +164,22 @@ def make_plan(
     index_urls: Optional[Dict[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
-    """The plan for one scan report (`mlprobe scan --json`). `python` ("3.11") overrides the target
-    interpreter; `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the
-    environment variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the
-    planner itself never reads the process environment."""
+    """The plan for one scan report (`mlprobe scan --json`), as JSON (`plan --json`): `build_plan`'s
+    typed Plan, written through its contract."""
+    return build_plan(report, framework, python, index_urls, env).to_json()
+
+
+def build_plan(
+    report: Dict[str, Any],
+    framework: str = "any",
+    python: Optional[str] = None,
+    index_urls: Optional[Dict[str, str]] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Plan:
+    """The plan for one scan report. `python` ("3.11") overrides the target interpreter;
+    `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the environment
+    variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the planner itself
+    never reads the process environment."""
     if framework not in FRAMEWORK_CHOICES:
         raise ValueError(f"framework must be one of {FRAMEWORK_CHOICES}")
     kb = knowledge()
@@ -175,8 +187,8 @@ def make_plan(
     bases = _index_bases(kb, index_urls, env or {})
     recipes = load_recipes()
     recommended: List[Dict[str, Any]] = []
-    rejected: List[Dict[str, Any]] = []
-    retired: List[Dict[str, Any]] = []
+    rejected: List[Rejection] = []
+    retired: List[RetiredPath] = []
     verdicts: Dict[str, Verdict] = {}
     missing_index: Dict[str, Any] = {}
     for r in recipes:
@@ -194,19 +206,12 @@ def make_plan(
         if r["status"] == "retired":
             rel = r.get("relevant_when")
             relevant = isinstance(rel, dict) and evaluate(rel, ctx, kb).value is True
-            retired.append(
-                dict(
-                    base,
-                    relevant=relevant,
-                    summary=r.get("summary"),
-                    successor=r.get("successor"),
-                    sources=[s["id"] for s in r["sources"]],
-                )
-            )
-            rejected.append(dict(base, reasons=[f"retired; today: {r.get('successor')}"] + v.reasons))
+            retired.append(RetiredPath(**base, relevant=relevant, summary=r.get("summary"),
+                                       successor=r.get("successor"), sources=tuple(s["id"] for s in r["sources"])))
+            rejected.append(Rejection(**base, reasons=(f"retired; today: {r.get('successor')}", *v.reasons)))
             continue
         if not v.fits:
-            rejected.append(dict(base, reasons=v.reasons or ["does not fit (no reason recorded)"]))
+            rejected.append(Rejection(**base, reasons=tuple(v.reasons or ["does not fit (no reason recorded)"])))
             continue
         entry = dict(base, score=score(r, v))
         entry.update(install_details(r, v, ctx, kb, bases))
@@ -226,7 +231,7 @@ def make_plan(
         entry["sources"] = [s["id"] for s in r["sources"]]
         recommended.append(entry)
     recommended.sort(key=lambda e: (-e["score"], MATURITY.get(e["status"], 5), e["recipe"]))
-    rejected.sort(key=lambda e: (e["status"] == "retired", e["framework"], e["recipe"]))
+    rejected.sort(key=lambda e: (e.status == "retired", e.framework, e.recipe))
     top = {}
     for fw in vocabulary().plan_frameworks():
         if framework in ("any", fw):
@@ -258,23 +263,18 @@ def make_plan(
         python_source = "overridden by MLPROBE_OVERRIDE_PYTHON_VERSION"
     for key, value in overrides.items():
         warnings.append(f"overridden: {key}={value}; this plan is for that, not for what the machine has")
-    return {
-        "plan_version": PLAN_VERSION,
-        "framework": framework,
-        "target": {
-            "python": ctx["python"]["version"],
-            "python_source": python_source,
-            "os": ctx["os"]["system"],
-            "wsl": ctx["os"]["wsl"],
-            "arch": ctx["cpu"]["arch"],
-        },
-        "top": top,
-        "recommended": recommended,
-        "rejected": rejected,
-        "retired": retired,
-        "installed": installed,
-        "warnings": warnings,
-    }
+    return Plan(
+        plan_version=PLAN_VERSION,
+        framework=framework,
+        target=PlanTarget(python=ctx["python"]["version"], python_source=python_source, os=ctx["os"]["system"],
+                          wsl=ctx["os"]["wsl"], arch=ctx["cpu"]["arch"]),
+        top=top,
+        recommended=tuple(Recommendation.from_json(e) for e in recommended),
+        rejected=tuple(rejected),
+        retired=tuple(retired),
+        installed=tuple(installed),
+        warnings=tuple(warnings),
+    )
 
 
 def why_not(plan: Dict[str, Any], name: str) -> Dict[str, Any]:
@@ -327,16 +327,9 @@ def _finding(
     message: str,
     fix: Optional[List[str]] = None,
     reasons: Optional[List[str]] = None,
-) -> Dict[str, Any]:
-    return {
-        "package": name,
-        "version": fw.get("version"),
-        "build": fw.get("flavour"),
-        "status": status,
-        "message": message,
-        "reasons": reasons or [],
-        "fix": fix or [],
-    }
+) -> InstalledFinding:
+    return InstalledFinding(package=name, version=fw.get("version"), build=fw.get("flavour"), status=status,
+                            message=message, reasons=tuple(reasons or ()), fix=tuple(fix or ()))
 
 
 def _fix(best: Optional[Dict[str, Any]], uninstall: str) -> List[str]:
@@ -361,9 +354,9 @@ def installed_findings(
     verdicts: Dict[str, Verdict],
     recommended: Sequence[Dict[str, Any]],
     bases: Dict[str, Dict[str, Any]],
-) -> List[Dict[str, Any]]:
+) -> List[InstalledFinding]:
     fws = ctx.get("frameworks") or {}
-    out: List[Dict[str, Any]] = []
+    out: List[InstalledFinding] = []
     best_torch = _top_of(recommended, "torch")
     best_tf = _top_of(recommended, "tensorflow")
     torch = fws.get("torch")
@@ -420,7 +413,7 @@ def _gpu_words(ctx: Ctx, backend: str) -> str:
 
 def _torch_finding(
     fw: Dict[str, Any], ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
-) -> Dict[str, Any]:
+) -> InstalledFinding:
     ver = str(fw.get("version") or "?")
     flavour = str(fw.get("flavour") or "")
     darwin = ctx["os"]["system"] == "Darwin"
@@ -473,7 +466,7 @@ def _torch_finding(
 
 def _torch_cuda_finding(
     fw: Dict[str, Any], ver: str, flavour: str, ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
-) -> Dict[str, Any]:
+) -> InstalledFinding:
     if not ctx["nvidia"]["count"]:
         if best and best["backend"] != "cpu":
             return _finding(
@@ -532,7 +525,7 @@ def _torch_cuda_finding(
 
 def _torch_rocm_finding(
     fw: Dict[str, Any], ver: str, flavour: str, ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
-) -> Dict[str, Any]:
+) -> InstalledFinding:
     if not ctx["amd"]["count"]:
         return _finding(
             "torch",
@@ -596,7 +589,7 @@ def _tf_finding(
     ctx: Ctx,
     best: Optional[Dict[str, Any]],
     best_torch: Optional[Dict[str, Any]],
-) -> Dict[str, Any]:
+) -> InstalledFinding:
     ver = str(fw.get("version") or "?")
     flags = ctx["cpu"]["flags"]
     if ctx["cpu"]["arch"] == "x86_64" and flags is not None and "avx" not in flags:

@@ -206,7 +206,7 @@ def _live_host_info(env: Mapping[str, str]) -> Dict[str, Any]:
     if info["system"] == "Windows":
         info["win32_ver"] = list(platform.win32_ver())
     try:
-        import psutil  # type: ignore[import-untyped]
+        import psutil  # type: ignore[import-untyped,unused-ignore]
 
         vm = psutil.virtual_memory()
         info["memory_total"] = int(vm.total)

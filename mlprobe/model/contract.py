@@ -1,0 +1,185 @@
+"""JSON in and out of the typed stage contracts, in one place.
+
+A contract is a frozen dataclass whose fields are annotated with plain JSON shapes: `str`, `int`,
+`float`, `bool`, `Any`, `Optional[X]`, `Tuple[X, ...]`, `Mapping[str, X]` and other contracts.
+`to_json` writes one (tuples become lists, the field order is the key order), `from_json` reads one
+and names the field of a document that has the wrong shape (`recommended[2].reasons[0]: expected a
+string`), and `json_schema` derives the JSON Schema that `mlprobe schema plan` ships, so the types and
+the schema cannot drift apart."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import abc
+import sys
+import typing
+from typing import Any, Dict, List, Mapping, Tuple, Type, TypeVar, Union
+
+T = TypeVar("T")
+
+
+class ContractError(ValueError):
+    """A document that does not have a contract's shape; the message names the field."""
+
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> Dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        module = sys.modules[cls.__module__]
+        hints = typing.get_type_hints(cls, vars(module))
+        _HINTS[cls] = hints
+    return hints
+
+
+def _fields(cls: type) -> List[Tuple[dataclasses.Field[Any], Any]]:
+    hints = _hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls)]
+
+
+def _optional_of(tp: Any) -> Any:
+    """X for Optional[X], else None."""
+    if typing.get_origin(tp) is Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(tp)) == 2:
+            return args[0]
+    return None
+
+
+def to_json(value: Any) -> Any:
+    """A contract (or a value inside one) as plain JSON data. A contract inside another that has its
+    own `to_json` method writes itself."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _value_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return _value_json(value)
+
+
+def _value_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        own = getattr(value, "to_json", None)
+        return own() if own is not None else to_json(value)
+    if isinstance(value, (list, tuple)):
+        return [_value_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _value_json(v) for k, v in value.items()}
+    return value
+
+
+def _where(path: str) -> str:
+    return path or "the document"
+
+
+def _read(tp: Any, value: Any, path: str) -> Any:
+    if tp is Any:
+        return value
+    inner = _optional_of(tp)
+    if inner is not None:
+        return None if value is None else _read(inner, value, path)
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        (item,) = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if not isinstance(value, list):
+            raise ContractError(f"{_where(path)}: expected a list")
+        return tuple(_read(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin in (abc.Mapping, dict) or tp is dict:
+        args = typing.get_args(tp)
+        item = args[1] if len(args) == 2 else Any
+        if not isinstance(value, Mapping):
+            raise ContractError(f"{_where(path)}: expected an object")
+        return {str(k): _read(item, v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        own = getattr(tp, "from_json", None)
+        if own is None:
+            return from_json(tp, value, path)
+        try:
+            return own(value)
+        except ContractError as exc:
+            raise ContractError(f"{_where(path)}: {exc}") from None
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ContractError(f"{_where(path)}: expected true or false")
+        return value
+    if tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ContractError(f"{_where(path)}: expected an integer")
+        return value
+    if tp is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ContractError(f"{_where(path)}: expected a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ContractError(f"{_where(path)}: expected a string")
+        return value
+    raise TypeError(f"no JSON reading for {tp!r}")  # a contract declared with an unsupported type
+
+
+def from_json(cls: Type[T], doc: Any, path: str = "") -> T:
+    """A contract from JSON data. A missing field takes its default (a field without one is
+    required); unknown keys are ignored (a newer minor version may add some)."""
+    if not isinstance(doc, Mapping):
+        raise ContractError(f"{_where(path)}: expected an object")
+    values: Dict[str, Any] = {}
+    for f, tp in _fields(cls):
+        sub = f"{path}.{f.name}" if path else f.name
+        if f.name not in doc:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ContractError(f"{sub}: missing")
+            continue
+        values[f.name] = _read(tp, doc[f.name], sub)
+    return cls(**values)
+
+
+def _schema(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
+    if tp is Any:
+        return {}
+    inner = _optional_of(tp)
+    if inner is not None:
+        s = _schema(inner, defs)
+        if "type" in s and isinstance(s["type"], str):
+            return dict(s, type=[s["type"], "null"])
+        return {"anyOf": [s, {"type": "null"}]}
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        (item,) = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        return {"type": "array", "items": _schema(item, defs)}
+    if origin in (abc.Mapping, dict) or tp is dict:
+        args = typing.get_args(tp)
+        return {"type": "object", "additionalProperties": _schema(args[1] if len(args) == 2 else Any, defs)}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            defs[name] = _object_schema(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def _object_schema(cls: type, defs: Dict[str, Any]) -> Dict[str, Any]:
+    props: Dict[str, Any] = {}
+    required: List[str] = []
+    for f, tp in _fields(cls):
+        props[f.name] = _schema(tp, defs)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    if doc.startswith(f"{cls.__name__}("):  # the signature dataclasses write when there is no docstring
+        doc = ""
+    return {"type": "object", **({"description": doc} if doc else {}), "required": required,
+            "properties": props}
+
+
+def json_schema(cls: type, title: str) -> Dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a contract, derived from its types."""
+    defs: Dict[str, Any] = {}
+    top = _object_schema(cls, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **top,
+            **({"$defs": defs} if defs else {})}
+
+
+__all__ = ["ContractError", "from_json", "json_schema", "to_json"]
