@@ -5,15 +5,18 @@ document of the wrong shape is refused with the field named."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 
-from mlprobe.model.contract import ContractError
+from mlprobe.model.contract import OMIT_IF_NONE, ContractError
 from mlprobe.model.plan import Plan, plan_schema
+from mlprobe.model.verify import VerifyResult
 from tests.golden_cases import bundles, expected
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -84,3 +87,97 @@ def test_a_document_of_the_wrong_shape_names_the_field(key: str, break_it: Any, 
 def test_a_plan_that_is_not_an_object_is_refused() -> None:
     with pytest.raises(ContractError, match="expected an object"):
         Plan.from_json(["not", "a", "plan"])
+
+
+# --------------------------------------------------------------------------- verify result
+
+VERIFY_RESULTS = sorted(Path(__file__).resolve().parent.parent.glob("fixtures/verify-*/result.json"))
+
+
+@pytest.mark.parametrize("path", VERIFY_RESULTS, ids=lambda p: p.parent.name)
+def test_a_real_verify_result_reads_into_the_types_and_writes_back_unchanged(path: Path) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    result = VerifyResult.from_json(doc)
+    out = result.to_json()
+    # every value of the document comes back unchanged; a key an older mlprobe did not write yet
+    # comes back as null
+    _same_data(out, doc, "")
+    assert VerifyResult.from_json(out) == result
+    assert [r.verdict for r in result.results] == [r["verdict"] for r in doc["results"]]
+
+
+def _same_data(out: Any, doc: Any, path: str) -> None:
+    if isinstance(doc, dict):
+        assert isinstance(out, dict), path
+        for key in set(out) | set(doc):
+            if key not in doc:
+                assert out[key] is None, f"{path}.{key}"
+            else:
+                assert key in out, f"{path}.{key} lost"
+                _same_data(out[key], doc[key], f"{path}.{key}")
+    elif isinstance(doc, list):
+        assert isinstance(out, list) and len(out) == len(doc), path
+        for i, (a, b) in enumerate(zip(out, doc)):
+            _same_data(a, b, f"{path}[{i}]")
+    else:
+        assert out == doc and type(out) is type(doc) or (isinstance(doc, int) and out == doc), path
+
+
+def test_the_published_verify_schema_matches_the_types_field_by_field() -> None:
+    from mlprobe.model.contract import json_schema
+    from mlprobe.verify.schema import DEVICE_RESULT, VERIFY_SCHEMA
+
+    derived = json_schema(VerifyResult, "verify")
+    assert set(VERIFY_SCHEMA["required"]) == set(derived["required"])
+    assert set(VERIFY_SCHEMA["properties"]) == set(derived["properties"]) - {"overrides"}
+    device = derived["$defs"]["DeviceResult"]
+    assert set(DEVICE_RESULT["required"]) == set(device["required"])
+    assert set(DEVICE_RESULT["properties"]) <= set(device["properties"])
+
+
+def test_a_verify_result_of_the_wrong_shape_names_the_field() -> None:
+    doc = json.loads(VERIFY_RESULTS[0].read_text(encoding="utf-8"))
+    doc["results"][0]["speedup_vs_best_cpu"] = "fast"
+    with pytest.raises(ContractError, match=r"results\[0\]\.speedup_vs_best_cpu: expected a number"):
+        VerifyResult.from_json(doc)
+
+
+# --------------------------------------------------------------------------- report envelope
+
+REPORT_BUNDLES = ["linux-nvidia-h200-mlprobe-capture", "synthetic-linux-nvidia-secrets",
+                  "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo"]
+
+
+@pytest.mark.parametrize("redact", [True, False])
+@pytest.mark.parametrize("bundle", REPORT_BUNDLES)
+def test_a_report_reads_into_the_types_and_writes_back_unchanged(bundle: str, redact: bool) -> None:
+    from mlprobe.model.report import ReportEnvelope
+    from mlprobe.pipeline import build_report
+    from mlprobe.report.envelope import ReportOptions, report_schema
+    from mlprobe.scan.host import ReplayHost
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / bundle
+    doc = build_report(ReplayHost(root), ReportOptions(include_raw=True, redact=redact))
+    jsonschema.Draft202012Validator(report_schema()).validate(doc)
+    envelope = ReportEnvelope.from_json(doc)
+    assert envelope.to_json() == doc
+    assert envelope.capture_bundle is not None and envelope.capture_bundle.files
+    assert envelope.redactions.enabled is redact
+
+
+def test_the_published_report_schema_matches_the_types_field_by_field() -> None:
+    from mlprobe.model.contract import json_schema
+    from mlprobe.model.report import ReportEnvelope
+    from mlprobe.report.envelope import report_schema
+
+    published, derived = report_schema(), json_schema(ReportEnvelope, "report")
+    assert set(published["properties"]) == set(derived["properties"])
+    # required in the published schema = what the type always writes (every field not left out when None)
+    always = {f.name for f in dataclasses.fields(ReportEnvelope) if not f.metadata.get(OMIT_IF_NONE)}
+    assert set(published["required"]) == always
+    assert set(derived["required"]) <= always
+    for name in ("redactions", "capture_bundle"):
+        sub = published["properties"][name]
+        ref = derived["$defs"]["Redactions" if name == "redactions" else "CaptureBundle"]
+        assert set(sub["required"]) == set(ref["required"]), name
+        assert set(sub["properties"]) == set(ref["properties"]), name

@@ -17,6 +17,11 @@ from typing import Any, Dict, List, Mapping, Tuple, Type, TypeVar, Union
 
 T = TypeVar("T")
 
+# A field declared with `field(default=None, metadata=OPTIONAL_KEY)` is left out of the JSON when it
+# is None, the way a document that only sometimes carries the key reads.
+OMIT_IF_NONE = "omit_if_none"
+OPTIONAL_KEY = {OMIT_IF_NONE: True}
+
 
 class ContractError(ValueError):
     """A document that does not have a contract's shape; the message names the field."""
@@ -52,7 +57,8 @@ def to_json(value: Any) -> Any:
     """A contract (or a value inside one) as plain JSON data. A contract inside another that has its
     own `to_json` method writes itself."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _value_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _value_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get(OMIT_IF_NONE) and getattr(value, f.name) is None)}
     return _value_json(value)
 
 
@@ -182,4 +188,4 @@ def json_schema(cls: type, title: str) -> Dict[str, Any]:
             **({"$defs": defs} if defs else {})}
 
 
-__all__ = ["ContractError", "from_json", "json_schema", "to_json"]
+__all__ = ["ContractError", "OMIT_IF_NONE", "OPTIONAL_KEY", "from_json", "json_schema", "to_json"]

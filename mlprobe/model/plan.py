@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .contract import ContractError, from_json, json_schema, to_json
+from .contract import OPTIONAL_KEY, ContractError, from_json, json_schema, to_json
 
 PLAN_VERSION = 1
 
@@ -246,14 +246,11 @@ class Plan:
     warnings: Tuple[str, ...]
     # what `mlprobe plan` adds: the GPUs each framework will use (the host's environment decides)
     # and where the scan came from; absent from a plan made without a host
-    gpu_use: Optional[Tuple[GpuUse, ...]] = None
-    source: Optional[Mapping[str, Any]] = None
+    gpu_use: Optional[Tuple[GpuUse, ...]] = field(default=None, metadata=OPTIONAL_KEY)
+    source: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
 
     def to_json(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = to_json(self)
-        for key in ("gpu_use", "source"):
-            if doc[key] is None:
-                del doc[key]
         return doc
 
     @classmethod

@@ -22,12 +22,11 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional
 
 from .. import __version__
+from ..model.contract import from_json
+from ..model.report import REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, Redactions, ReportEnvelope
 from ..scan.capture import Host, SPECS
 from .patterns import mode_for, protected_values, text_of
 from .redact import Redactor
-
-REPORT_VERSION = 1
-REPORT_KIND = "mlprobe-report"
 
 
 @dataclass(frozen=True)
@@ -112,26 +111,22 @@ def assemble(
     for section in (plan, verify):
         if isinstance(section, dict) and section.get("available") is False and section.get("note"):
             notes.append(str(section["note"]))
-    doc: Dict[str, Any] = {
-        "report_version": REPORT_VERSION,
-        "kind": REPORT_KIND,
-        "mlprobe_version": __version__,
-        "generated_at": now or utc_now(),
-        "redactions": {},
-        "scan": redactor.redact_obj(scan_report),
-        "plan": redactor.redact_obj(plan),
-    }
-    if verify is not None:
-        doc["verify"] = redactor.redact_obj(verify)
+    # redacted in this order: a value's placeholder number is the order in which it is first met
+    scan_doc = redactor.redact_obj(scan_report)
+    plan_doc = redactor.redact_obj(plan)
+    verify_doc = redactor.redact_obj(verify) if verify is not None else None
+    bundle = None
     if options.include_raw:
-        doc["capture_bundle"] = {
-            "redacted": redactor.enabled,
-            "files": {name: bundle_entry(files[name], redactor, name) for name in sorted(files)},
-        }
+        bundle = CaptureBundle(redacted=redactor.enabled, files={
+            name: from_json(BundleFile, bundle_entry(files[name], redactor, name)) for name in sorted(files)})
         notes.append("replay this machine with: mlprobe scan --replay REPORT.json")
-    doc["notes"] = redactor.redact_obj(notes)
-    doc["redactions"] = redactor.summary()
-    return doc
+    notes_doc = redactor.redact_obj(notes)
+    envelope = ReportEnvelope(
+        report_version=REPORT_VERSION, kind=REPORT_KIND, mlprobe_version=__version__,
+        generated_at=now or utc_now(),
+        redactions=from_json(Redactions, redactor.summary(), "redactions"),  # counted after every replacement
+        scan=scan_doc, plan=plan_doc, verify=verify_doc, capture_bundle=bundle, notes=tuple(notes_doc))
+    return envelope.to_json()
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")

@@ -431,7 +431,10 @@ def run_verify(
     doc["exit_code"] = exit_code(doc)
     doc["wall_s"] = round(time.monotonic() - t0, 2)
     note({"event": "finished", "wall_s": doc["wall_s"]})
-    return doc
+    # written through the typed contract (model/verify.py): a field of the wrong shape is a bug here
+    from ..model.verify import VerifyResult
+
+    return VerifyResult.from_json(doc).to_json()
 
 
 def summarise(doc: Dict[str, Any]) -> List[str]:
