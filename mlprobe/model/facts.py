@@ -10,23 +10,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .contract import to_json
+
 PROBE_STATUSES = ("ok", "absent", "error", "timeout")
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 class _ToDict:
     def to_dict(self) -> Dict[str, Any]:
-        out = _plain(self)
-        assert isinstance(out, dict)
+        """The fact as JSON data, through the one JSON writer of the contracts (model/contract.py)."""
+        out: Dict[str, Any] = to_json(self)
         return out
 
 
