@@ -18,6 +18,53 @@ class LibraryError(Exception):
     MlprobeError a person sees: reference, why, next step and exit code."""
 
 
+def render_error(ref: str, what: str, why: Optional[str], next_step: Optional[str]) -> str:
+    lines = [f"error [{ref}]: {what}"]
+    if why:
+        lines.append(f"  why: {why}")
+    if next_step:
+        lines.append(f"  next: {next_step}")
+    return "\n".join(lines)
+
+
+STAGE_KINDS = ("ok", "failure", "usage", "unavailable", "interrupted")
+
+
+def exit_status(kind: str) -> int:
+    """The exit status of a command whose stage ended with this kind of outcome."""
+    return {"ok": EXIT_OK, "failure": EXIT_FAILURE, "usage": EXIT_USAGE, "unavailable": EXIT_UNAVAILABLE,
+            "interrupted": EXIT_INTERRUPTED}[kind]
+
+
+class StageError(LibraryError):
+    """A stage (install, verify, fleet) could not do its work. It says what happened, why and what
+    to do next, with its stable reference, and the kind of outcome: "usage" (the request or its input
+    is wrong), "unavailable" (nothing usable: no interpreter, no index, no tool), "failure" (it ran and
+    failed) or "interrupted". Which exit status that is, is the command layer's business
+    (`exit_status`, through commands/advice.py)."""
+
+    def __init__(
+        self,
+        what: str,
+        why: Optional[str] = None,
+        next_step: Optional[str] = None,
+        ref: str = "E000",
+        kind: str = "failure",
+    ) -> None:
+        if kind not in STAGE_KINDS[1:]:
+            raise ValueError(f"unknown StageError kind {kind!r}")
+        super().__init__(what)
+        self.what = what
+        self.why = why
+        self.next_step = next_step
+        self.ref = ref
+        self.kind = kind
+
+    def render(self) -> str:
+        """The same lines a person sees for it (logs and notes inside a stage use them)."""
+        return render_error(self.ref, self.what, self.why, self.next_step)
+
+
 class ParseError(Exception):
     """A capture was read but is not in the format its parser knows. Recorded as a probe error."""
 
@@ -41,9 +88,4 @@ class MlprobeError(Exception):
         self.exit_code = exit_code
 
     def render(self) -> str:
-        lines = [f"error [{self.ref}]: {self.what}"]
-        if self.why:
-            lines.append(f"  why: {self.why}")
-        if self.next_step:
-            lines.append(f"  next: {self.next_step}")
-        return "\n".join(lines)
+        return render_error(self.ref, self.what, self.why, self.next_step)

@@ -16,7 +16,7 @@ from typing import Iterator, List
 import psutil
 import pytest
 
-from mlprobe.errors import MlprobeError
+from mlprobe.errors import StageError, exit_status
 from mlprobe.install.guard import check_location, journal_path, system_location
 from tests.pep503_server import IndexConfig, LocalIndex
 from tests.test_install_transaction import (  # noqa: F401  (wheels and work are fixtures)
@@ -176,9 +176,9 @@ def test_a_venv_in_a_system_location_is_refused(work: Path) -> None:  # noqa: F8
 def test_system_locations(path: str, refused: bool) -> None:
     assert (system_location(Path(path)) is not None) is refused
     if refused:
-        with pytest.raises(MlprobeError) as e:
+        with pytest.raises(StageError) as e:
             check_location(Path(path), force=False)
-        assert e.value.exit_code == 2
+        assert exit_status(e.value.kind) == 2
         check_location(Path(path), force=True)
 
 

@@ -169,7 +169,7 @@ def test_404_is_caught_before_anything_changes(work: Path, index: LocalIndex) ->
 
 def test_404_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
     """The file disappears between the pre-flight and the install: pip fails on the download."""
-    from mlprobe.errors import MlprobeError
+    from mlprobe.errors import StageError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan
 
@@ -178,7 +178,7 @@ def test_404_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
     pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["gone-app"]}), opts), opts)
     assert pre.ok, pre.problems
     index.config.missing_files = {"gone_lib-1.0-py3-none-any.whl"}
-    with pytest.raises(MlprobeError) as err:
+    with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E502", err.value.render()
     assert "404" in (err.value.why or "")
@@ -202,7 +202,7 @@ def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The pre-flight passes, then the index stops answering before pip runs."""
     monkeypatch.setenv("PIP_RETRIES", "0")
-    from mlprobe.errors import MlprobeError
+    from mlprobe.errors import StageError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan
 
@@ -212,7 +212,7 @@ def test_index_going_down_during_install_rolls_back(work: Path, wheels: Path,
         plan = build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts)
         pre = prepare(plan, opts)
         assert pre.ok, pre.problems
-    with pytest.raises(MlprobeError) as err:
+    with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E501", err.value.render()
     assert "environment restored" in (err.value.why or "")
@@ -230,7 +230,7 @@ def test_incompatible_wheel_is_named_by_the_index_check(work: Path, index: Local
 
 def test_incompatible_wheel_at_install_time_rolls_back(work: Path, index: LocalIndex) -> None:
     """Past the checks (as if they had passed), pip itself refuses: still nothing changes."""
-    from mlprobe.errors import MlprobeError
+    from mlprobe.errors import StageError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan
 
@@ -238,7 +238,7 @@ def test_incompatible_wheel_at_install_time_rolls_back(work: Path, index: LocalI
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
     pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
     pre.packages = ["demo-app", "incompat-lib"]
-    with pytest.raises(MlprobeError) as err:
+    with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E503", err.value.render()
     assert_unchanged(venv, py, freeze, tree)
@@ -252,14 +252,14 @@ def test_resolver_conflict(work: Path, index: LocalIndex) -> None:
     assert "[E504]" in cp.stderr and "conflict" in cp.stderr
     assert_unchanged(venv, py, freeze, tree)
     # And past the dry run, the install step reports the same and restores.
-    from mlprobe.errors import MlprobeError
+    from mlprobe.errors import StageError
     from mlprobe.install.apply import apply, prepare
     from mlprobe.install.steps import InstallOptions, build_plan
 
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
     pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
     pre.packages = ["conflict-a", "conflict-b"]
-    with pytest.raises(MlprobeError) as err:
+    with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E504"
     assert_unchanged(venv, py, freeze, tree)
@@ -467,13 +467,13 @@ def test_system_interpreter_marked_externally_managed_is_refused(work: Path, ind
 
 
 def test_new_venv_with_another_python_version(work: Path, index: LocalIndex) -> None:
-    from mlprobe.errors import MlprobeError
+    from mlprobe.errors import StageError
     from mlprobe.install.venv import find_python
 
     other = "3.12" if sys.version_info[:2] != (3, 12) else "3.11"
     try:
         find_python(other)
-    except MlprobeError:
+    except StageError:
         pytest.skip(f"no Python {other} here")
     venv = work / "cwd" / "other-py"
     cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,

@@ -113,3 +113,38 @@ def test_no_import_circle() -> None:
 def test_the_graph_sees_a_known_import() -> None:
     """The graph is read from the code: the scan runs the probes through their registry."""
     assert "mlprobe.probes" in import_graph()["mlprobe.scan.run"]
+
+
+CLI_LAYER = ("mlprobe.commands", "mlprobe.cli", "mlprobe.__main__", "mlprobe.errors")
+CLI_NAMES = {"MlprobeError", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_UNAVAILABLE", "EXIT_INTERRUPTED"}
+
+
+def _cli_names_used(path: Path) -> Set[str]:
+    found: Set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name) and node.id in CLI_NAMES:
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr in CLI_NAMES:
+            found.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            found.update(a.name for a in node.names if a.name in CLI_NAMES)
+    return found
+
+
+def test_only_the_command_layer_speaks_of_exit_codes_and_cli_errors() -> None:
+    """Library code raises narrow errors (LibraryError, StageError with a kind); the command layer
+    alone turns them into MlprobeError and exit statuses (commands/advice.py)."""
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        if any(name == p or name.startswith(p + ".") for p in CLI_LAYER):
+            continue
+        used = _cli_names_used(path)
+        if used:
+            offenders[name] = sorted(used)
+    assert offenders == {}
+
+
+def test_the_cli_name_check_sees_a_known_use() -> None:
+    assert "MlprobeError" in _cli_names_used(PACKAGE / "commands" / "advice.py")
+    assert "EXIT_USAGE" in _cli_names_used(PACKAGE / "cli.py")

@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import pytest
 
-from mlprobe.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, MlprobeError
+from mlprobe.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, StageError
 from mlprobe.verify import run_verify
 from mlprobe.verify.child import run_child
 from mlprobe.verify.runner import discover, select_frameworks
@@ -100,7 +100,7 @@ def test_missing_framework_is_reported_not_raised(tmp_path: Path, monkeypatch: p
 
 
 def test_unknown_interpreter_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(MlprobeError) as exc:
+    with pytest.raises(StageError) as exc:
         run_verify(python=str(tmp_path / "nope" / "python"))
     assert exc.value.ref == "E601"
 

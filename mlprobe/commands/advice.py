@@ -4,13 +4,16 @@ wrong; only here is it decided what a person should do about it and which exit s
 
 from __future__ import annotations
 
-from ..errors import EXIT_FAILURE, EXIT_USAGE, LibraryError, MlprobeError
+from ..errors import EXIT_FAILURE, EXIT_USAGE, LibraryError, MlprobeError, StageError, exit_status
 
 
 def advice(exc: LibraryError) -> MlprobeError:
     from ..scan.run import BadOverride
     from ..urls import BadIndexLocation
 
+    if isinstance(exc, StageError):
+        return MlprobeError(exc.what, why=exc.why, next_step=exc.next_step, ref=exc.ref,
+                            exit_code=exit_status(exc.kind))
     if isinstance(exc, BadIndexLocation):
         if exc.missing_folder is not None:
             import os

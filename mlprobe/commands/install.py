@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "object",
                 replay: bool) -> int:
-    from ..errors import EXIT_OK
+    from ..errors import EXIT_OK, exit_status
     from ..install.apply import apply, prepare
     from ..render import install_terminal as out
     from .common import print_json
@@ -290,7 +290,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
                         **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
             out.render_preflight(pre)
-        return EXIT_OK if pre.ok else pre.problems[0].exit_code
+        return EXIT_OK if pre.ok else exit_status(pre.problems[0].kind)
     if not args.json:
         out.render_preflight(pre, applying=True)
     if not pre.ok:

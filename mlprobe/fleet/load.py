@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import StageError
 from ..scan.capture import UnreadableFile, read_regular
 from ..model.validate import DocumentError, check_document
 from ..ui import display_path
@@ -44,9 +44,9 @@ def expand_inputs(paths: Sequence["str | os.PathLike[str]"]) -> List[str]:
             try:
                 names = sorted(n for n in os.listdir(p) if n.endswith(".json") and not n.startswith("."))
             except OSError as exc:
-                raise MlprobeError(f"cannot list the folder {display_path(p)}", why=exc.strerror or str(exc),
+                raise StageError(f"cannot list the folder {display_path(p)}", why=exc.strerror or str(exc),
                                    next_step="check the folder's permissions", ref="E901",
-                                   exit_code=EXIT_USAGE) from None
+                                   kind="usage") from None
             out.extend(os.path.join(p, n) for n in names)
         else:
             out.append(p)
@@ -101,7 +101,7 @@ def load_one(path: str, keep_report: bool = False) -> Loaded:
 
 def load_many(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
               on_progress: Optional[Callable[[int, int], None]] = None) -> Tuple[List[Loaded], List[str]]:
-    """(loaded, problems). Without skip_bad the first bad file is an MlprobeError (exit 2) naming it;
+    """(loaded, problems). Without skip_bad the first bad file is an StageError (exit 2) naming it;
     with skip_bad each bad file becomes a line in problems and the rest are read."""
     loaded: List[Loaded] = []
     problems: List[str] = []
@@ -110,11 +110,11 @@ def load_many(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool =
             loaded.append(load_one(path, keep_reports))
         except ReportFileError as exc:
             if not skip_bad:
-                raise MlprobeError(
+                raise StageError(
                     f"cannot read a report: {exc}",
                     next_step="pass files written by `mlprobe report -o FILE.json` (or `mlprobe scan --json`),"
                               " or add --skip-bad to leave out the files that are not",
-                    ref="E902", exit_code=EXIT_USAGE) from None
+                    ref="E902", kind="usage") from None
             problems.append(str(exc))
         if on_progress is not None and (i + 1) % 500 == 0:
             on_progress(i + 1, len(paths))

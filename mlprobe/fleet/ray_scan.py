@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import StageError
 from .document import build_fleet
 from .summary import summarize
 
@@ -31,11 +31,11 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise MlprobeError(
+        raise StageError(
             "Ray is not installed in this Python", why=str(exc),
             next_step="install the extra: python -m pip install 'mlprobe[ray]' (on every node), or gather "
                       "`mlprobe report` files another way and use `mlprobe fleet merge`",
-            ref="E903", exit_code=EXIT_USAGE) from None
+            ref="E903", kind="usage") from None
     return ray
 
 
@@ -74,20 +74,20 @@ def unreachable(address: str, timeout: float) -> Optional[str]:
 def connect(ray: Any, address: str, timeout: float = 5.0) -> None:
     why = unreachable(address, timeout)
     if why:
-        raise MlprobeError(
+        raise StageError(
             f"cannot connect to a Ray cluster at {address}", why=why,
             next_step="start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
                       "the others) or pass its address with --address HOST:PORT",
-            ref="E904", exit_code=EXIT_USAGE)
+            ref="E904", kind="usage")
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, ignore_reinit_error=True,
                  configure_logging=True)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError: all mean no cluster there
-        raise MlprobeError(
+        raise StageError(
             f"cannot connect to a Ray cluster at {address}", why=f"{type(exc).__name__}: {exc}"[:500],
             next_step="start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
                       "the others) or pass its address with --address HOST:PORT",
-            ref="E904", exit_code=EXIT_USAGE) from None
+            ref="E904", kind="usage") from None
 
 
 def node_names(nodes: List[Dict[str, Any]]) -> Dict[str, str]:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import StageError
 
 BEGIN = "# >>> mlprobe env >>>"
 END = "# <<< mlprobe env <<<"
@@ -22,8 +22,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def check_names(env: Dict[str, str]) -> None:
     bad = [k for k in env if not _NAME.match(k)]
     if bad:
-        raise MlprobeError(f"the recipe sets variables with unusable names: {', '.join(bad)}",
-                           next_step="fix the recipe data", ref="E513", exit_code=EXIT_USAGE)
+        raise StageError(f"the recipe sets variables with unusable names: {', '.join(bad)}",
+                           next_step="fix the recipe data", ref="E513", kind="usage")
 
 
 def _sh(v: str) -> str:

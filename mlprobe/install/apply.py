@@ -16,11 +16,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from ..errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..errors import StageError
 from . import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
@@ -78,7 +78,7 @@ class Preflight:
     steps: List[Step] = field(default_factory=list)
     checks: List[IndexCheck] = field(default_factory=list)
     resolution: Optional[Resolution] = None
-    problems: List[MlprobeError] = field(default_factory=list)
+    problems: List[StageError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,10 +105,10 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
                   replay: bool) -> TargetEnv:
     if replay:
         if opts.apply:
-            raise MlprobeError("--apply with --replay: the plan is for another machine",
+            raise StageError("--apply with --replay: the plan is for another machine",
                                why="a replayed bundle describes the machine it was captured on",
                                next_step="run `mlprobe install --apply` on that machine", ref="E512",
-                               exit_code=EXIT_USAGE)
+                               kind="usage")
         target = target_from_report(report or {}) if report else None
         if target is None:
             guess = opts.python if opts.python and os.sep not in opts.python else None
@@ -118,8 +118,8 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
         return TargetEnv(mode="replay", path=None, python="", info=None, target=target)
     if opts.system:
         if opts.venv:
-            raise MlprobeError("--system and --venv exclude each other", next_step="keep one", ref="E513",
-                               exit_code=EXIT_USAGE)
+            raise StageError("--system and --venv exclude each other", next_step="keep one", ref="E513",
+                               kind="usage")
         base = find_python(opts.python)
         info = inspect_interpreter(base)
         check_system_target(info)
@@ -131,9 +131,9 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
         info = inspect_interpreter(str(venv_python(path)))
         if opts.python and "." in opts.python and os.sep not in opts.python \
                 and info.major_minor != opts.python:
-            raise MlprobeError(f"{path} runs Python {info.major_minor}, not {opts.python}",
+            raise StageError(f"{path} runs Python {info.major_minor}, not {opts.python}",
                                next_step="leave out --python to reuse it, or pick another --venv PATH",
-                               ref="E510", exit_code=EXIT_USAGE)
+                               ref="E510", kind="usage")
         return TargetEnv(mode="venv", path=path, python=info.executable, info=info, target=_target_of(info),
                          state=state)
     base = find_python(opts.python)
@@ -202,12 +202,12 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
     if plan.python_spec:
         try:
             if not SpecifierSet(plan.python_spec).contains(env.target.python_version, prereleases=True):
-                raise MlprobeError(
+                raise StageError(
                     f"recipe {plan.recipe} needs Python {plan.python_spec}; "
                     f"the target is {env.target.python_version}",
                     next_step="pass --python X.Y with a version that fits "
                               "(that interpreter must be installed)",
-                    ref="E510", exit_code=EXIT_UNAVAILABLE)
+                    ref="E510", kind="unavailable")
         except InvalidSpecifier:
             plan.warnings.append(f"the recipe's python requirement {plan.python_spec!r} is unreadable")
     backend: Optional[Backend] = None
@@ -215,8 +215,8 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         pip_only = needs_pip(plan.sources, plan.variant_label)
         backend = choose_backend(opts.installer, plan.sources, env.python, env.info.has_pip, pip_only)
         if pip_only and opts.installer == "uv":
-            raise MlprobeError("--use-pip-config needs pip", why="uv does not read pip's configuration",
-                               next_step="leave out --installer uv", ref="E513", exit_code=EXIT_USAGE)
+            raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
+                               next_step="leave out --installer uv", ref="E513", kind="usage")
     pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
     packages = list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
@@ -228,7 +228,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
                                            python_version=env.target.major_minor if other_python else None)
             plan.notes.extend(notes)
             pre.packages = packages
-        except MlprobeError as exc:
+        except StageError as exc:
             pre.problems.append(exc)
     pre.steps = plan_steps(plan, env, backend, pre.packages)
     # Index checks: one short request per (index, requirement), concurrently.
@@ -245,9 +245,9 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         nxt = offline_hint() if c.ref == "E501" else (
             "pass --python X.Y for an interpreter these wheels support, or pick another recipe (--recipe ID)"
             if c.ref == "E503" else "check the URL; or use another source: " + offline_hint())
-        pre.problems.append(MlprobeError(f"index check failed: {c.message}",
+        pre.problems.append(StageError(f"index check failed: {c.message}",
                                          why=f"{c.index_url} for {c.requirement}",
-                                         next_step=nxt, ref=c.ref or "E501", exit_code=EXIT_UNAVAILABLE))
+                                         next_step=nxt, ref=c.ref or "E501", kind="unavailable"))
     if blocking:
         pre.resolution = Resolution(ok=False, skipped="the index does not answer" if not blocking[0].reachable
                                     else "an index check failed")
@@ -268,30 +268,31 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             known.update(c.sizes)
         fill_sizes(res.dists, known)
     elif res.failure is not None and not pre.problems:
-        pre.problems.append(res.failure.to_error(EXIT_UNAVAILABLE))
+        pre.problems.append(res.failure.to_error("unavailable"))
     pre.resolution = res
     return pre
 
 
 # ---------------------------------------------------------------- apply --------------------
 
-@dataclass
+@dataclass(frozen=True)
 class ApplyResult:
+    """What `install --apply` did (the install stage's result; `to_dict` is its JSON)."""
     path: Optional[Path]
     python: str
-    installed: List[str]
-    activate_scripts: List[str]
+    installed: Tuple[str, ...]
+    activate_scripts: Tuple[str, ...]
     log: Optional[Path]
     import_ok: bool
-    verify: Optional[Dict[str, Any]] = None
+    verify: Optional[Mapping[str, Any]] = None
     verify_error: Optional[str] = None
     seconds: float = 0.0
 
     def to_dict(self) -> Dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "python": self.python,
-                "installed": self.installed, "activate_scripts": self.activate_scripts,
+                "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
-                "verify": self.verify, "verify_error": self.verify_error, "seconds": round(self.seconds, 1)}
+                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1)}
 
 
 def default_log_path(recipe: str) -> Path:
@@ -348,14 +349,14 @@ def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeo
         return run_logged(argv, timeout=timeout, transcript=transcript, env=env, on_line=progress.line,
                           on_start=on_start)
     except StepTimeout as exc:
-        raise MlprobeError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
+        raise StageError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
                            why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
-                           ref="E515", exit_code=EXIT_FAILURE) from None
+                           ref="E515", kind="failure") from None
 
 
 def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = None,
           on_child: Optional[Callable[[Any], None]] = None) -> ApplyResult:
-    """Carry out the plan. Raises MlprobeError (with the environment restored) on any failure."""
+    """Carry out the plan. Raises StageError (with the environment restored) on any failure."""
     if not pre.ok:
         raise pre.problems[0]
     progress = progress or Progress()
@@ -391,10 +392,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 r = _run_step(create_venv_argv(env.python, env.path, opts.with_pip), transcript, progress,
                               VENV_TIMEOUT_S)
                 if r.rc != 0:
-                    raise MlprobeError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
+                    raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
                                        next_step="on Debian/Ubuntu: `apt install python3-venv`; "
                                                  "or pass --venv PATH",
-                                       ref="E509", exit_code=EXIT_FAILURE)
+                                       ref="E509", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
                 progress.done(f"created {env.path} (Python {info.version})")
@@ -406,13 +407,13 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}")
             argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
             if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
-                raise MlprobeError("internal error: the install command does not name the venv's python",
-                                   why=" ".join(argv[:6]), ref="E506", exit_code=EXIT_FAILURE)
+                raise StageError("internal error: the install command does not name the venv's python",
+                                   why=" ".join(argv[:6]), ref="E506", kind="failure")
             r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
                           on_start=on_child)
             if r.rc != 0:
                 failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
-                raise failure.to_error(EXIT_FAILURE)
+                raise failure.to_error("failure")
             progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
@@ -435,11 +436,11 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                               env=check_env)
                 if r.rc != 0:
                     last = next((ln for ln in reversed(r.output.strip().splitlines()) if ln.strip()), "")
-                    raise MlprobeError(f"installed, but `import {imp}` fails in the environment",
+                    raise StageError(f"installed, but `import {imp}` fails in the environment",
                                        why=last[:300],
                                        next_step="see the transcript log; this build may not run on this "
                                                  "machine (`mlprobe plan` lists the alternatives)",
-                                       ref="E516", exit_code=EXIT_FAILURE)
+                                       ref="E516", kind="failure")
                 shown_version = r.output.strip().splitlines()[-1] if r.output.strip() else ""
                 progress.done(f"import {imp} works ({shown_version})")
             import_ok = True
@@ -450,10 +451,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
         transcript.note(how)
         transcript.close()
         progress.close()
-        raise MlprobeError(f"{how} while installing", why=summary,
+        raise StageError(f"{how} while installing", why=summary,
                            next_step=f"run the same command again when ready; the log is {log_path}",
-                           ref="E507", exit_code=EXIT_INTERRUPTED) from None
-    except MlprobeError as exc:
+                           ref="E507", kind="interrupted") from None
+    except StageError as exc:
         summary = txn.report.summary() if txn.report else ""
         transcript.note(f"failed [{exc.ref}]: {exc.what}")
         transcript.close()
@@ -463,15 +464,18 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
     dists = pre.resolution.dists if pre.resolution else []
-    result = ApplyResult(path=env.path if env.mode != "system" else None, python=python,
-                         installed=[f"{d.name}=={d.version}" for d in dists],
-                         activate_scripts=scripts_written, log=log_path, import_ok=import_ok)
+    verify_doc: Optional[Dict[str, Any]] = None
+    verify_error: Optional[str] = None
     if opts.verify:
         assert info is not None
-        _verify(plan, python, result, transcript, progress, _env_after_activate(plan, env, info))
-    result.seconds = time.perf_counter() - started
+        verify_doc, verify_error = _verify(plan, python, transcript, progress,
+                                           _env_after_activate(plan, env, info))
     transcript.close()
-    return result
+    return ApplyResult(path=env.path if env.mode != "system" else None, python=python,
+                       installed=tuple(f"{d.name}=={d.version}" for d in dists),
+                       activate_scripts=tuple(scripts_written), log=log_path, import_ok=import_ok,
+                       verify=verify_doc, verify_error=verify_error,
+                       seconds=time.perf_counter() - started)
 
 
 def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:
@@ -504,13 +508,13 @@ def _diagnose(failure: Failure, pre: Preflight) -> Failure:
 
 def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
     if shim not in ("plaidml-collections", "plaidml", "plaidml-compat"):
-        raise MlprobeError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data",
-                           ref="E513", exit_code=EXIT_USAGE)
+        raise StageError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data",
+                           ref="E513", kind="usage")
     try:
         from ..shims.plaidml_compat import install_shim
     except ImportError as exc:
-        raise MlprobeError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
-                           next_step="update mlprobe", ref="E506", exit_code=EXIT_UNAVAILABLE) from None
+        raise StageError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
+                           next_step="update mlprobe", ref="E506", kind="unavailable") from None
     out = install_shim(info.purelib)
     transcript.note(f"shim {shim} installed into {info.purelib}: {out}")
 
@@ -534,17 +538,16 @@ def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcrip
     transcript.note(f"wrote {path}")
 
 
-def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Transcript,
-            progress: Progress, env: Dict[str, str]) -> None:
+def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Progress,
+            env: Dict[str, str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """(verify's result, None), or (None, why verify gave none)."""
     fw = _verify_framework(plan)
     if not fw:
-        result.verify_error = f"no verify for framework {plan.framework or '?'}"
-        return
+        return None, f"no verify for framework {plan.framework or '?'}"
     try:
         from ..verify.runner import run_verify
     except ImportError as exc:
-        result.verify_error = f"verify is not available in this mlprobe ({exc})"
-        return
+        return None, f"verify is not available in this mlprobe ({exc})"
     progress.step(f"verifying {fw} in {python}")
 
     def on_event(ev: Dict[str, Any]) -> None:
@@ -555,19 +558,17 @@ def _verify(plan: InstallPlan, python: str, result: ApplyResult, transcript: Tra
     try:
         extra = {k: v for k, v in env.items() if os.environ.get(k) != v}
         doc = run_verify(python=python, framework=fw, device=plan.device, on_event=on_event, env=extra)
-    except MlprobeError as exc:
-        result.verify_error = exc.render()
+    except StageError as exc:
         transcript.note(f"verify failed: {exc.what}")
         progress.done("verify could not run", ok=False)
-        return
+        return None, exc.render()
     except KeyboardInterrupt:
-        result.verify_error = "verify interrupted (the install itself is complete)"
         progress.done("verify interrupted", ok=False)
-        return
-    result.verify = doc
+        return None, "verify interrupted (the install itself is complete)"
     for line in doc.get("summary") or []:
         transcript.note(f"verify: {line}")
     progress.done("verify finished", ok=doc.get("exit_code") == 0)
+    return doc, None
 
 
 __all__ = ["prepare", "apply", "Preflight", "ApplyResult", "Progress", "TargetEnv", "RestoreReport",

@@ -131,14 +131,14 @@ def pip_command(target_python: str, target_has_pip: bool) -> List[str]:
         return [sys.executable, "-m", "pip"]
     if _pip_version_tuple() >= PIP_MIN_FOR_PYTHON_OPTION:
         return [sys.executable, "-m", "pip", "--python", target_python]
-    from ..errors import EXIT_UNAVAILABLE, MlprobeError
+    from ..errors import StageError
 
-    raise MlprobeError(
+    raise StageError(
         f"no pip for {target_python}",
         why="that interpreter has no pip, and the one running mlprobe has none new enough to drive it "
             f"(pip >= {'.'.join(map(str, PIP_MIN_FOR_PYTHON_OPTION))} has --python)",
         next_step=f"`{target_python} -m ensurepip`, or install uv",
-        ref="E506", exit_code=EXIT_UNAVAILABLE,
+        ref="E506", kind="unavailable",
     )
 
 
@@ -189,10 +189,10 @@ def choose_backend(prefer: str, sources: Sources, python: str, has_pip: bool,
     if pip_only:
         use_uv = False
     if prefer == "uv" and uv is None:
-        from ..errors import EXIT_USAGE, MlprobeError
+        from ..errors import StageError
 
-        raise MlprobeError("uv is not on PATH", why="--installer uv was asked for",
-                           next_step="install uv, or use --installer pip", ref="E506", exit_code=EXIT_USAGE)
+        raise StageError("uv is not on PATH", why="--installer uv was asked for",
+                           next_step="install uv, or use --installer pip", ref="E506", kind="usage")
     try:
         pip: Tuple[str, ...] = tuple(pip_command(python, has_pip))
     except Exception:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
-from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
+from ..errors import StageError
 
 JOURNAL_VERSION = 1
 
@@ -88,12 +88,12 @@ def system_location(path: Path) -> Optional[str]:
 def check_location(path: Path, force: bool) -> None:
     where = system_location(path)
     if where and not force:
-        raise MlprobeError(f"{path} is in a system location ({where})",
+        raise StageError(f"{path} is in a system location ({where})",
                            why="a virtual environment there would mix with files the operating system "
                                "or its package manager owns",
                            next_step="pick a folder of your own (e.g. --venv ~/venvs/NAME); "
                                      "add --force if you really mean that place",
-                           ref="E519", exit_code=EXIT_USAGE)
+                           ref="E519", kind="usage")
 
 
 class TargetLock:
@@ -120,10 +120,10 @@ class TargetLock:
                 owner = self.info.read_text(encoding="utf-8").strip()
             except OSError:
                 pass
-            raise MlprobeError(f"another mlprobe install is working on {self.target}",
+            raise StageError(f"another mlprobe install is working on {self.target}",
                                why=(f"it holds the lock ({owner})" if owner else "it holds the lock"),
                                next_step="wait for it to finish, then run this again; or pick another --venv PATH",
-                               ref="E520", exit_code=EXIT_FAILURE) from None
+                               ref="E520", kind="failure") from None
         try:
             self.info.write_text(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}", encoding="utf-8")
         except OSError:

@@ -23,7 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ..errors import EXIT_FAILURE, EXIT_UNAVAILABLE, MlprobeError, ParseError
+from ..errors import ParseError, StageError
 from .backends import COMMON_PIP, Sources, pip_env, source_args
 from .proc import run_quiet
 
@@ -59,9 +59,8 @@ class Failure:
     next_step: str
     ref: str
 
-    def to_error(self, exit_code: int = EXIT_FAILURE) -> MlprobeError:
-        return MlprobeError(self.what, why=self.why, next_step=self.next_step, ref=self.ref,
-                            exit_code=exit_code)
+    def to_error(self, kind: str = "failure") -> StageError:
+        return StageError(self.what, why=self.why, next_step=self.next_step, ref=self.ref, kind=kind)
 
 
 @dataclass
@@ -374,7 +373,7 @@ def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, so
         chosen = pick_variant(versions, spec, label)
         if chosen is None:
             labelled = [v for v in versions if "+" in v][:6]
-            raise MlprobeError(
+            raise StageError(
                 f"the sources have no {req.name} build labelled +{label}",
                 why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
                      + (f"only {', '.join(labelled)} among labelled builds" if labelled else
@@ -382,7 +381,7 @@ def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, so
                         "variant, e.g. CUDA on Linux)")),
                 next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
                            "--index-url URL), or use the recipe's own index (leave out the source options)"),
-                ref="E514", exit_code=EXIT_UNAVAILABLE,
+                ref="E514", kind="unavailable",
             )
         marker = f"; {req.marker}" if req.marker else ""
         extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""

@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, List, Literal, Optional, Set, Tuple, Typ
 
 from packaging.utils import canonicalize_name
 
-from ..errors import EXIT_FAILURE, MlprobeError
+from ..errors import StageError
 from .proc import NoInterrupt, Transcript, python_quiet_env, run_quiet
 
 _DISTS = r"""
@@ -71,7 +71,7 @@ class EnvSnapshot:
 def list_distributions(python: str, timeout: float = 120.0) -> List[Dict[str, Any]]:
     cp = run_quiet([python, "-I", "-c", _DISTS], timeout=timeout, env=python_quiet_env())
     if cp.returncode != 0:
-        raise MlprobeError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
+        raise StageError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
                            next_step="check that this interpreter starts", ref="E511")
     doc = json.loads(cp.stdout.strip().splitlines()[-1])
     return doc if isinstance(doc, list) else []
@@ -355,14 +355,14 @@ class Transaction:
             return False
         report = self.rollback()
         if not report.ok:
-            what = exc.what if isinstance(exc, MlprobeError) else (
+            what = exc.what if isinstance(exc, StageError) else (
                 "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc))
-            raise MlprobeError(
+            raise StageError(
                 f"{what}; and the rollback could not finish",
                 why=report.summary(),
                 next_step=(f"the saved files are in {self.backup_dir}; "
                            if self.backup_dir else "") + "see the transcript log; recreate the environment",
-                ref="E511", exit_code=EXIT_FAILURE,
+                ref="E511", kind="failure",
             ) from exc
         return False
 
@@ -377,18 +377,18 @@ def recover(target: str, say: Any = None) -> Optional[str]:
     if doc is None:
         return None
     if doc.get("broken") or doc.get("journal_version") != JOURNAL_VERSION:
-        raise MlprobeError(f"an interrupted install of {target} left a journal mlprobe cannot read",
+        raise StageError(f"an interrupted install of {target} left a journal mlprobe cannot read",
                            why=str(journal_path(target)),
                            next_step="check the environment by hand (or recreate it), then delete that file",
-                           ref="E511", exit_code=EXIT_FAILURE)
+                           ref="E511", kind="failure")
     if say:
         say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
     txn = Transaction.from_journal(doc, Transcript(None))
     report = txn.rollback()
     if not report.ok:
-        raise MlprobeError(f"an interrupted install of {target} could not be rolled back",
+        raise StageError(f"an interrupted install of {target} could not be rolled back",
                            why=report.summary(),
                            next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
-                           ref="E511", exit_code=EXIT_FAILURE)
+                           ref="E511", kind="failure")
     drop_journal(target)
     return f"rolled back an interrupted install of {target}: {report.summary()}"

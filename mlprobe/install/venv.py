@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..errors import EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..errors import StageError
 from .proc import python_quiet_env, run_quiet
 
 # Run with the target interpreter (-I: no user site, no cwd on sys.path). Standard library only.
@@ -77,11 +77,11 @@ def inspect_interpreter(python: str, timeout: float = 30.0) -> Interpreter:
     else:
         cp_err = (cp.stderr or "").strip()[-300:]
     if not isinstance(doc, dict):
-        raise MlprobeError(
+        raise StageError(
             f"cannot run the interpreter {python}",
             why=cp_err or "it did not answer",
             next_step="pass another one with --python X.Y, or check that it starts",
-            ref="E510", exit_code=EXIT_UNAVAILABLE,
+            ref="E510", kind="unavailable",
         )
     fields = Interpreter.__dataclass_fields__
     return Interpreter(**{k: v for k, v in doc.items() if k in fields})
@@ -125,20 +125,20 @@ def find_python(version: Optional[str]) -> str:
         path = shutil.which(version) or version
         if os.path.exists(path):
             return path
-        raise MlprobeError(f"no interpreter at {version}",
+        raise StageError(f"no interpreter at {version}",
                            next_step="pass --python X.Y or a path that exists",
-                           ref="E510", exit_code=EXIT_USAGE)
+                           ref="E510", kind="usage")
     for cand in _candidates(version):
         if _runs_as(cand, version):
             return cand
     hint = "install it (your OS packages, pyenv, or the python.org installer)"
     if shutil.which("uv"):
         hint = f"`uv python install {version}`, then run again"
-    raise MlprobeError(
+    raise StageError(
         f"no Python {version} on this machine",
         why=f"looked for python{version} on PATH and in pyenv's versions",
         next_step=f"{hint}; or leave out --python to use {here} ({sys.executable})",
-        ref="E510", exit_code=EXIT_UNAVAILABLE,
+        ref="E510", kind="unavailable",
     )
 
 
@@ -166,24 +166,24 @@ def venv_state(path: Path) -> str:
 def check_venv_target(path: Path) -> str:
     state = venv_state(path)
     if state == "other":
-        raise MlprobeError(
+        raise StageError(
             f"{path} exists and is not a virtual environment",
             why="mlprobe creates a new venv only in a missing or empty folder, and reuses one that has "
                 "a pyvenv.cfg",
             next_step="pick another --venv PATH, or empty that folder yourself",
-            ref="E509", exit_code=EXIT_USAGE,
+            ref="E509", kind="usage",
         )
     return state
 
 
 def check_system_target(info: Interpreter) -> None:
     if info.externally_managed:
-        raise MlprobeError(
+        raise StageError(
             f"{info.executable} is externally managed (PEP 668)",
             why="its distribution manages these packages; pip would fight the OS package manager",
             next_step="install into a virtual environment instead: leave out --system (mlprobe makes one), "
                       "or pass --venv PATH",
-            ref="E508", exit_code=EXIT_USAGE,
+            ref="E508", kind="usage",
         )
 
 

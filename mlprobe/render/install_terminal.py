@@ -201,7 +201,7 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
         except ImportError:
             render_verify = None  # type: ignore[assignment]
         if render_verify is not None:
-            render_verify(result.verify)
+            render_verify(dict(result.verify))
             return
         for line in _verify_lines(result.verify):
             con.print(f"  {line}")

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import __version__
-from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
+from ..errors import StageError, exit_status
 from ..model.vocabulary import vocabulary
 from . import verdict as V
 from .child import ChildResult, EventSink, child_env, run_child
@@ -36,10 +36,10 @@ def resolve_python(python: Optional[str]) -> str:
     if found is None and os.path.exists(python):  # a path, or a name in this folder (`--python .venv`)
         found = python
     if not found or not os.path.exists(found):
-        raise MlprobeError(
+        raise StageError(
             f"no Python interpreter at {python}", why="verify runs its test in the interpreter you name",
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
-            ref="E601", exit_code=EXIT_USAGE)
+            ref="E601", kind="usage")
     why = None
     if os.path.isdir(found):
         venv_python = os.path.join(found, "Scripts" if os.name == "nt" else "bin",
@@ -50,10 +50,10 @@ def resolve_python(python: Optional[str]) -> str:
     elif os.name == "posix" and not os.access(found, os.X_OK):
         why = "it is not executable"
     if why:
-        raise MlprobeError(
+        raise StageError(
             f"{found} is not a Python interpreter", why=why,
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
-            ref="E601", exit_code=EXIT_USAGE)
+            ref="E601", kind="usage")
     return found
 
 
@@ -67,11 +67,11 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
             ev["frameworks"] = {str(k): v for k, v in fws.items() if isinstance(v, dict)} \
                 if isinstance(fws, dict) else {}
             return ev
-    raise MlprobeError(
+    raise StageError(
         f"could not run the verify probe in {python}",
         why=f"the interpreter {res.how()}" + (f": {res.last_error_line()}" if res.last_error_line() else ""),
         next_step="check that it is a working Python 3.7 or newer (`PYTHON -c 'import sys; print(sys.version)'`)",
-        ref="E602", exit_code=EXIT_UNAVAILABLE)
+        ref="E602", kind="unavailable")
 
 
 def wanted(dev: Dict[str, Any], request: Optional[str]) -> bool:
@@ -309,8 +309,8 @@ def run_verify(
     (mlprobe/verify/schema.py describes it). `env` is set in every child on top of this process's
     environment: the variables the environment's activate script sets (KERAS_BACKEND, HSA_OVERRIDE_…)."""
     if framework not in FRAMEWORK_CHOICES:
-        raise MlprobeError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
-                           ref="E603", exit_code=EXIT_USAGE)
+        raise StageError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
+                           ref="E603", kind="usage")
     t0 = time.monotonic()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     target = resolve_python(python)
@@ -376,11 +376,11 @@ def run_verify(
         for other in baseline_pythons or ():
             try:
                 op = resolve_python(other)
-            except MlprobeError:
+            except StageError:
                 continue
             try:
                 odisc = discover(op, timeout=min(timeout, 60.0))
-            except MlprobeError:
+            except StageError:
                 continue
             if odisc.get("prefix") and odisc.get("prefix") == disc.get("prefix"):
                 continue  # the same environment (a venv's python is a link to its base: compare prefixes)
@@ -457,11 +457,11 @@ def summarise(doc: Dict[str, Any]) -> List[str]:
 def exit_code(doc: Dict[str, Any]) -> int:
     verdicts = [r["verdict"] for r in doc["results"]]
     if V.WRONG_RESULTS in verdicts:
-        return EXIT_FAILURE
+        return exit_status("failure")
     if not any(v in V.WORKING for v in verdicts):
-        return EXIT_UNAVAILABLE
+        return exit_status("unavailable")
     dev = (doc.get("request") or {}).get("device")
     if dev and not any(r["verdict"] in V.WORKING and wanted(dict(r, id=r.get("device")), dev)
                        for r in doc["results"]):
-        return EXIT_UNAVAILABLE
-    return EXIT_OK
+        return exit_status("unavailable")
+    return exit_status("ok")
