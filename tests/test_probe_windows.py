@@ -344,3 +344,40 @@ def test_parsers_survive_random_bytes(blob: bytes) -> None:
             parser(text)
         except ParseError:
             pass
+
+
+def test_wmic_list_records_split_at_blank_lines_when_properties_differ() -> None:
+    """A record ends at the blank lines between records even when the next record begins with a
+    property the previous one lacked (a list view that hides empty properties, a trimmed paste); the
+    property repeat alone gave the Intel adapter's AdapterCompatibility to the AMD one."""
+    lines = WMIC_DUAL.split("\r\n")
+    first = [x for x in lines[:9] if not x.startswith("AdapterCompatibility=")]
+    text = "\r\n".join(first + lines[9:])
+    ads = win.parse_win32_list(text)
+    assert [(a.name, a.manufacturer) for a in ads] == [
+        ("AMD Radeon (TM) R5 M335", None),
+        ("Intel(R) HD Graphics 520", "Intel Corporation"),
+    ]
+
+
+def test_wmic_list_with_cr_cr_lf_line_ends_reads_like_crlf() -> None:
+    """wmic redirected to a file writes CR CR LF; read as two line ends that is a blank line after
+    every line, which must neither split a record nor merge two."""
+    for sample in (WMIC_TWO, WMIC_DUAL, WMIC_VNC):
+        crcrlf = sample.replace("\r\n", "\r\r\n")
+        crlf_lf = sample.replace("\r\n", "\n\n")
+        want = [(a.name, a.pnp, a.driver_version_raw) for a in win.parse_win32_list(sample)]
+        assert len(want) == 2
+        assert [(a.name, a.pnp, a.driver_version_raw) for a in win.parse_win32_list(crcrlf)] == want
+        assert [(a.name, a.pnp, a.driver_version_raw) for a in win.parse_win32_list(crlf_lf)] == want
+
+
+def test_wmic_list_a_repeated_last_line_is_no_new_adapter_but_twin_gpus_are_two() -> None:
+    cut = WMIC_TWO.rstrip("\r\n") + "\r\nPNPDeviceID=PCI\\VEN_1002&DEV_164E"
+    assert gpus_of(win.parse_win32_list(cut)) == 2
+    # two identical cards, pasted without the blank lines between records
+    one = "Name=NVIDIA GeForce RTX 3090\nPNPDeviceID=PCI\\VEN_10DE&DEV_2204&SUBSYS_38801462&REV_A1\\4&1\n"
+    two = one.replace("\\4&1", "\\4&2")
+    ads = win.parse_win32_list(one + two)
+    assert [a.pnp for a in ads] == ["PCI\\VEN_10DE&DEV_2204&SUBSYS_38801462&REV_A1\\4&1",
+                                    "PCI\\VEN_10DE&DEV_2204&SUBSYS_38801462&REV_A1\\4&2"]

@@ -396,17 +396,34 @@ _LIST_KV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:=|\s:)\s?(.*)$")
 
 def parse_win32_list(text: str) -> List[Adapter]:
     """`wmic path win32_VideoController get /format:list` (Key=Value) or PowerShell's list view
-    (Key : Value). A record ends where a property name repeats (wmic's CR CR LF line ends make
-    blank lines useless as separators)."""
-    text = clean_text(text)
-    records: List[Dict[str, Any]] = []
-    current: Dict[str, Any] = {}
+    (Key : Value). A record ends where a property name repeats, or at a run of blank lines longer
+    than the runs between the lines of one record: wmic's CR CR LF line ends, read as two line ends,
+    put a blank line after every line, so a single blank line need not separate anything."""
+    text = clean_text(text.replace("\r\r\n", "\r\n"))
+    rows: List[Tuple[int, str, str]] = []  # (blank lines before it, key, value)
+    blanks = 0
     for line in text.split("\n"):
+        if not line.strip():
+            blanks += 1
+            continue
         m = _LIST_KV.match(line.strip())
         if not m:
-            continue
-        key, value = m.group(1), m.group(2).strip()
-        if key in current:
+            continue  # a value's continuation or a prompt line: neither ends a record
+        rows.append((blanks, m.group(1), m.group(2).strip()))
+        blanks = 0
+    gaps = [b for b, _, _ in rows[1:]]
+    inner = min(gaps) if gaps else 0
+    split_on_gap = bool(gaps) and max(gaps) > inner
+    records: List[Dict[str, Any]] = []
+    current: Dict[str, Any] = {}
+    last_key = None
+    for before, key, value in rows:
+        gap = split_on_gap and before > inner
+        repeat = key == last_key and len(current) > 1 and value and str(current[key]).startswith(value)
+        last_key = key
+        if not gap and repeat:
+            continue  # the line just read again (whole or cut short): a paste repeated it
+        if current and (key in current or gap):
             records.append(current)
             current = {}
         current[key] = value
