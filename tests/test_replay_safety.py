@@ -109,6 +109,56 @@ def test_permission_denied_is_a_probe_error(tmp_path: Path) -> None:
     assert pci["status"] == "error" and "permission" in pci["error"].lower()
 
 
+def _scan_as(uid: int, folder: Path) -> Dict[str, Any]:
+    """scan(ReplayHost(folder)) in a forked child that has dropped to `uid` (and its group)."""
+    scan(ReplayHost(folder))  # as root first: the child may not read the modules the scan imports
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            out = json.dumps(facts_to_report(scan(ReplayHost(folder)))).encode()
+            with os.fdopen(w, "wb") as fh:
+                fh.write(out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data, "the child scan failed"
+    doc: Dict[str, Any] = json.loads(data)
+    return doc
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to become another user")
+def test_permission_denied_as_another_user_is_a_probe_error() -> None:
+    """Run as root, the test drops to uid 65534 (nobody) in a child: lspci.txt is root's, mode 600."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="mlprobe-perm-"))
+    try:
+        top.chmod(0o755)
+        b = top / "bundle"
+        shutil.copytree(BUNDLE, b)
+        for p in [b, *b.iterdir()]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (b / "lspci.txt").write_text("00:02.0 VGA compatible controller [0300]: x [8086:3e92]\n")
+        (b / "lspci.txt").chmod(0o600)
+        report = _scan_as(65534, b)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    pci = probe(report, "pci")
+    assert pci["status"] == "error", pci
+    assert "lspci.txt" in pci["error"] and "permission" in pci["error"].lower(), pci
+    assert report["gpus"], "the other captures are still read"
+
+
 def test_replay_caps_sizes_like_a_live_capture(tmp_path: Path) -> None:
     b = copy_bundle(tmp_path)
     cap = SPECS["lspci.txt"].max_bytes
