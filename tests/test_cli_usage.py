@@ -298,3 +298,13 @@ def test_a_one_core_machine_says_1_core_in_every_rendering(tmp_path: Path) -> No
         assert not re.search(r"\b1 (cores|threads)\b", out), out
     assert "1 core / 1 thread" in rendered["scan"]
     assert "1 core / 1 thread" in rendered["report"]
+
+
+@pytest.mark.parametrize("url", ["file:///nonexistent", "file:///nonexistent/simple/"])
+def test_a_file_index_that_does_not_exist_is_not_called_http_404(tmp_path: Path, url: str) -> None:
+    rc, out, err = sub(["install", "--recipe", "torch-cpu", "--index-url", url, "--apply",
+                        "--venv", str(tmp_path / "env")])
+    assert rc == EXIT_USAGE, err
+    assert "404" not in err and "HTTP" not in err, err
+    assert "[E517]" in err and "does not exist" in err
+    assert not (tmp_path / "env").exists()
