@@ -269,3 +269,42 @@ def test_only_the_named_commands_parser_is_built() -> None:
     loaded = ast.literal_eval(out.stdout.strip())
     assert "mlprobe.commands.scan" in loaded
     assert not {"mlprobe.commands.fleet", "mlprobe.commands.install", "mlprobe.commands.labels"} & set(loaded)
+
+
+def test_a_one_core_machine_says_1_core_in_every_rendering(tmp_path: Path) -> None:
+    """A replayed bundle of a 1-core, 1-thread machine: the scan table and the Markdown report say
+    `1 core / 1 thread`, and nothing says `1 cores` or `1 threads`."""
+    import re
+    import shutil
+
+    b = tmp_path / "one-core"
+    shutil.copytree(FIXTURES / "linux-nogpu-amd-epyc-zen5-mlprobe-capture", b)
+    first = (b / "proc-cpuinfo.txt").read_text(encoding="utf-8").split("\n\n")[0]
+    first = re.sub(r"(?m)^(siblings|cpu cores)(\s*): \d+", r"\1\2: 1", first)
+    (b / "proc-cpuinfo.txt").write_text(first + "\n\n", encoding="utf-8")
+    lscpu = (b / "lscpu.txt").read_text(encoding="utf-8")
+    lscpu = re.sub(r"(?m)^(CPU\(s\):\s+)2$", r"\g<1>1", lscpu)
+    lscpu = re.sub(r"(?m)^(Core\(s\) per socket:\s+)2$", r"\g<1>1", lscpu)
+    lscpu = re.sub(r"(?m)^((?:On-line|NUMA node0) CPU\(s\)(?: list)?:\s+)0,1$", r"\g<1>0", lscpu)
+    (b / "lscpu.txt").write_text(lscpu, encoding="utf-8")
+    rc, out, err = run("scan", "--json", "--replay", b)
+    assert rc == 0 and json.loads(out)["cpu"]["cores"] == 1 and json.loads(out)["cpu"]["threads"] == 1, err
+    rendered = {}
+    for argv in (["scan", "--replay", b], ["report", "--format", "markdown", "--replay", b],
+                 ["plan", "--replay", b]):
+        rc, out, err = run(*argv)
+        assert rc == 0, err
+        rendered[argv[0]] = out
+        assert not re.search(r"\b1 (cores|threads)\b", out), out
+    assert "1 core / 1 thread" in rendered["scan"]
+    assert "1 core / 1 thread" in rendered["report"]
+
+
+@pytest.mark.parametrize("url", ["file:///nonexistent", "file:///nonexistent/simple/"])
+def test_a_file_index_that_does_not_exist_is_not_called_http_404(tmp_path: Path, url: str) -> None:
+    rc, out, err = sub(["install", "--recipe", "torch-cpu", "--index-url", url, "--apply",
+                        "--venv", str(tmp_path / "env")])
+    assert rc == EXIT_USAGE, err
+    assert "404" not in err and "HTTP" not in err, err
+    assert "[E517]" in err and "does not exist" in err
+    assert not (tmp_path / "env").exists()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from .test_cli_errors import bundle, run
 
@@ -84,3 +87,35 @@ def test_an_absurd_number_of_gpus_is_capped_with_a_warning(tmp_path: Path) -> No
     doc = json.loads(out)
     assert len(doc["gpus"]) == MAX_GPUS_PER_SOURCE
     assert any("only the first" in w for w in doc["warnings"])
+
+
+def _count_comparisons(monkeypatch: pytest.MonkeyPatch, n: int, merge: Any = None) -> int:
+    """How many times the merge compares two GPUs, for n GPUs seen by nvidia-smi (in bus order)
+    and by lspci (in reverse order), as on a host with n GPUs."""
+    from mlprobe.model.facts import GpuFacts
+    from mlprobe.scan import run as scan_run
+
+    calls = [0]
+    real = scan_run._same_gpu
+
+    def counting(a: GpuFacts, b: GpuFacts) -> bool:
+        calls[0] += 1
+        return real(a, b)
+
+    monkeypatch.setattr(scan_run, "_same_gpu", counting)
+    smi = [GpuFacts(vendor="nvidia", name="NVIDIA GeForce RTX 3090", pci_bus_id=_bus(i),
+                    uuid=f"GPU-{i:08x}-0000-0000-0000-000000000000", sources=("nvidia",)) for i in range(n)]
+    pci = [GpuFacts(vendor="nvidia", name="GeForce RTX 3090", pci_bus_id=_bus(i), pci_device_id="2204",
+                    sources=("pci",)) for i in reversed(range(n))]
+    merged = (merge or scan_run.merge_gpus)([("nvidia", smi), ("pci", pci)])
+    assert len(merged) == n and all(g.sources == ("nvidia", "pci") for g in merged)
+    return calls[0]
+
+
+def test_merge_comparisons_grow_near_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4,000 GPUs from two sources cost about 4,000 comparisons, not 4,000² / 2 (the pairwise merge
+    it replaced made 8,002,000 at 4,000): 16 times the GPUs, at most ~16 times the comparisons."""
+    counts = {n: _count_comparisons(monkeypatch, n) for n in (250, 1000, 4000)}
+    for n, c in counts.items():
+        assert c <= 2 * n, counts
+    assert counts[4000] <= 20 * counts[250], counts

@@ -168,6 +168,27 @@ def test_a_venv_in_a_system_location_is_refused(work: Path) -> None:  # noqa: F8
     assert not target.exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to write under /etc")
+def test_force_installs_into_a_system_location(work: Path, wheels: Path) -> None:  # noqa: F811
+    """The same /etc venv with --force: made, installed into, and the guard said it was forced."""
+    import shutil
+
+    target = Path(f"/etc/mlprobe-test-forced-{os.getpid()}")
+    assert not target.exists()
+    try:
+        with LocalIndex(wheels, IndexConfig(), max_requests=400, lifetime_s=120) as idx:
+            cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", idx.url,
+                     "--apply", "--no-verify", "--without-pip", "--force", "--venv", str(target))
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        assert "[E519]" not in cp.stderr
+        assert (target / "pyvenv.cfg").is_file()
+        freeze = subprocess.run([sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "list",
+                                 "--format=freeze"], capture_output=True, text=True, timeout=120).stdout
+        assert "demo-app==1.0" in freeze.lower().replace("_", "-")
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
 @pytest.mark.parametrize("path,refused", [
     ("/etc/venv", True), ("/usr/lib/venv", True), ("/usr", True), ("/", True), ("/var/lib/x", True),
     ("/usr/local/venvs/x", False), ("/var/tmp/x", False), ("/home/someone/venvs/x", False),

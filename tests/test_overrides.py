@@ -108,3 +108,59 @@ def test_invalid_overrides_are_errors(tmp_path: Path, monkeypatch: pytest.Monkey
         scan(LiveHost(), only=["python"])
     shown = advice(info.value)
     assert shown.exit_code == EXIT_USAGE and shown.ref == "E004" and name in shown.what
+
+
+SCANNING = [["scan"], ["scan", "--json"], ["plan"], ["plan", "--json"], ["report"], ["install"], ["labels"]]
+
+
+def _cli(argv: List[str], env: Dict[str, str]) -> "tuple[int, str, str]":
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MLPROBE_")}
+    full.update(env)
+    p = subprocess.run([sys.executable, "-m", "mlprobe", *argv], capture_output=True, text=True, cwd=ROOT,
+                       env=full, timeout=300)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("argv", SCANNING)
+@pytest.mark.parametrize("where", ["environment", "bundle"])
+def test_an_invalid_override_is_exit_2_for_every_command_that_scans(tmp_path: Path, argv: List[str],
+                                                                    where: str) -> None:
+    name, value = "MLPROBE_OVERRIDE_PYTHON_VERSION", "banana"
+    if where == "environment":  # a live scan of this machine
+        rc, out, err = _cli(argv, {name: value})
+    else:
+        rc, out, err = _cli([*argv, "--replay", str(with_overrides(tmp_path, {name: value}))], {})
+    assert rc == EXIT_USAGE, (out, err)
+    if "--json" in argv:
+        assert name in json.loads(out)["error"]["what"] + json.loads(out)["error"].get("why", ""), out
+    else:
+        assert name in err and "banana" in err, err
+
+
+@pytest.mark.parametrize("argv,stream", [
+    (["scan"], "out"), (["plan"], "out"), (["report", "--format", "markdown"], "out"),
+    (["install", "--index-url", "http://127.0.0.1:9/simple/"], "err"), (["labels"], "out"), (["labels"], "err"),
+])
+def test_overrides_from_the_environment_are_said_in_every_rendering(argv: List[str], stream: str) -> None:
+    """The same overrides from this machine's environment (a live scan), not from a bundle."""
+    rc, out, err = _cli(argv, V1)
+    assert rc in (0, 3), err  # install: 3, the index at port 9 is not there
+    text = out if stream == "out" else err
+    assert "overridden" in text.lower(), text
+    rc, out, _ = _cli(["scan", "--json"], V1)
+    assert json.loads(out)["overrides"] == V1
+
+
+def test_labels_of_a_bundle_with_overrides_say_so(tmp_path: Path) -> None:
+    rc, out, err = run("labels", "--replay", with_overrides(tmp_path, V1))
+    assert rc == 0, err
+    comments = [ln for ln in out.splitlines() if ln.startswith("#")]
+    assert any("overridden: MLPROBE_OVERRIDE_CPU_FLAGS=sse sse2" in ln for ln in comments), out
+    assert "x86-64-level=1" in out

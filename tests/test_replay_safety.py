@@ -109,6 +109,56 @@ def test_permission_denied_is_a_probe_error(tmp_path: Path) -> None:
     assert pci["status"] == "error" and "permission" in pci["error"].lower()
 
 
+def _scan_as(uid: int, folder: Path) -> Dict[str, Any]:
+    """scan(ReplayHost(folder)) in a forked child that has dropped to `uid` (and its group)."""
+    scan(ReplayHost(folder))  # as root first: the child may not read the modules the scan imports
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            out = json.dumps(facts_to_report(scan(ReplayHost(folder)))).encode()
+            with os.fdopen(w, "wb") as fh:
+                fh.write(out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data, "the child scan failed"
+    doc: Dict[str, Any] = json.loads(data)
+    return doc
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root to become another user")
+def test_permission_denied_as_another_user_is_a_probe_error() -> None:
+    """Run as root, the test drops to uid 65534 (nobody) in a child: lspci.txt is root's, mode 600."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="mlprobe-perm-"))
+    try:
+        top.chmod(0o755)
+        b = top / "bundle"
+        shutil.copytree(BUNDLE, b)
+        for p in [b, *b.iterdir()]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        (b / "lspci.txt").write_text("00:02.0 VGA compatible controller [0300]: x [8086:3e92]\n")
+        (b / "lspci.txt").chmod(0o600)
+        report = _scan_as(65534, b)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    pci = probe(report, "pci")
+    assert pci["status"] == "error", pci
+    assert "lspci.txt" in pci["error"] and "permission" in pci["error"].lower(), pci
+    assert report["gpus"], "the other captures are still read"
+
+
 def test_replay_caps_sizes_like_a_live_capture(tmp_path: Path) -> None:
     b = copy_bundle(tmp_path)
     cap = SPECS["lspci.txt"].max_bytes
@@ -203,3 +253,66 @@ def test_live_file_captures_never_block_on_a_fifo_or_read_a_device(tmp_path: Pat
     assert cap.status == "error" and "FIFO" in (cap.error or "")
     cap = host.read_file("os-release.txt", "/dev/zero")
     assert cap.status == "error" and "device" in (cap.error or "")
+
+
+@pytest.mark.parametrize("command", ["scan", "diff"])
+@pytest.mark.parametrize("name,entry,expected", [
+    ("lspci.txt", ["01:00.0 VGA"], "capture_bundle.files.lspci.txt is a JSON list"),
+    ("host.json", "plain string", "capture_bundle.files.host.json is a string"),
+    ("proc-cpuinfo.txt", {"text": 5}, "capture_bundle.files.proc-cpuinfo.txt.text is a number"),
+    ("nvidia-smi-q-x.xml", {"base64": {"x": 1}}, "capture_bundle.files.nvidia-smi-q-x.xml.base64 is a JSON object"),
+    ("uname.txt", {"size": 3}, 'capture_bundle.files.uname.txt has neither "text" nor "base64"'),
+])
+def test_an_embedded_capture_of_the_wrong_type_names_its_field(tmp_path: Path, command: str, name: str,
+                                                               entry: Any, expected: str) -> None:
+    """Before: such an entry was silently left out, and the replay said the capture was not there."""
+    doc = report_doc()
+    doc["capture_bundle"]["files"][name] = entry
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    argv = ["scan", "--replay", path] if command == "scan" else ["diff", path, BUNDLE]
+    rc, _, err = run(*argv)
+    user_error(rc, err)
+    assert expected in err, err
+    if command == "scan":
+        assert "[E101]" in err
+
+
+def test_capture_bundle_files_of_the_wrong_type_is_named(tmp_path: Path) -> None:
+    doc = report_doc()
+    doc["capture_bundle"]["files"] = ["lspci.txt"]
+    (tmp_path / "r.json").write_text(json.dumps(doc), encoding="utf-8")
+    rc, _, err = run("scan", "--replay", tmp_path / "r.json")
+    user_error(rc, err)
+    assert "capture_bundle.files is a JSON list, expected a JSON object" in err
+
+
+@pytest.mark.parametrize("command", ["scan", "diff"])
+def test_a_report_version_that_is_a_string_is_refused_naming_it(tmp_path: Path, command: str) -> None:
+    """"1.5" (a string): refused, since mlprobe writes report_version as a number."""
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report_doc(report_version="1.5")), encoding="utf-8")
+    argv = ["scan", "--replay", path] if command == "scan" else ["diff", path, BUNDLE]
+    rc, _, err = run(*argv)
+    user_error(rc, err)
+    assert "report_version is a string ('1.5'), expected a number" in err
+
+
+@pytest.mark.parametrize("version", [1.5, None])
+def test_a_minor_or_missing_report_version_is_read_as_version_1(tmp_path: Path, version: Any) -> None:
+    """Documented acceptance (README, Report and diff): 1.5 is major version 1 with additions this
+    mlprobe ignores; a document without report_version (a hand-made one) is read as version 1."""
+    doc = report_doc()
+    if version is None:
+        del doc["report_version"]
+    else:
+        doc["report_version"] = version
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    rc, out, err = run("scan", "--json", "--replay", path)
+    assert rc == 0, err
+    rc2, want, _ = run("scan", "--json", "--replay", BUNDLE)
+    gpus = [g["name"] for g in json.loads(out)["gpus"]]
+    assert gpus and gpus == [g["name"] for g in json.loads(want)["gpus"]]
+    rc, out, err = run("diff", path, BUNDLE)
+    assert rc in (0, 1) and "error" not in err, err

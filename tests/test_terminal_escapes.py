@@ -87,3 +87,65 @@ def test_report_json_escapes_what_a_terminal_would_obey_and_keeps_the_values(tmp
         block = re.search(r"```json\n(.*?)\n```", out, re.S)
         assert block and "\\u009b" in block.group(1)
         json.loads(block.group(1))
+
+
+def _on_a_pty(argv: List[str], timeout: float = 120) -> bytes:
+    """mlprobe with stdout and stderr on one real pseudo-terminal (colours on, as a person sees it)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import ROOT
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="200", PYTHONPATH=str(ROOT))
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "mlprobe", *argv], stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=slave, env=env, cwd=ROOT)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        assert proc.wait(timeout=30) in (0, 1, 3), seen.decode("utf-8", "replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return seen
+
+
+# mlprobe's own styling on a terminal: SGR colours (ESC [ ... m) and, from rich, line erasing for
+# the progress line; whatever else remains came from a capture.
+_OWN = re.compile(rb"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[\?25[hl]|\x1b\[1A|\r|\n")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty") or __import__("sys").platform == "darwin",
+                    reason="needs a pseudo-terminal (Linux)")
+@pytest.mark.parametrize("argv", [["scan"], ["plan"], ["report", "--format", "markdown"]])
+def test_a_real_terminal_shows_capture_escapes_as_text(tmp_path: Path, argv: List[str]) -> None:
+    seen = _on_a_pty([*argv, "--replay", str(hostile(tmp_path))])
+    assert b"\x1b[" in seen or argv[0] == "report", "no colours: this was not a terminal"
+    rest = _OWN.sub(b"", seen)
+    text = rest.decode("utf-8", "replace")
+    assert not RAW.search(text), repr(text)
+    for planted in (b"\x1b]0;pwned\x07", b"\x1b[2J", b"\x1b[5m", b"\x1b[31mGeForce", b"\x08", b"\x0c",
+                    "\x9b".encode()):
+        assert planted not in seen, planted
+    if argv[0] != "plan":  # the plan does not show the GPU name
+        assert "\\x1b" in text

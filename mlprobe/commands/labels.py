@@ -52,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
         raise MlprobeError("a label mlprobe made is not valid for NFD", why=json.dumps(bad)[:500],
                            next_step="report this as a bug with `mlprobe report`", ref="E908")
     src = doc["scan"].get("source") or {}
-    text = features_file(labels, f"replay of {src.get('bundle')}" if src.get("kind") == "replay" else None)
+    overrides = doc["scan"].get("overrides") or {}
+    text = features_file(labels, f"replay of {src.get('bundle')}" if src.get("kind") == "replay" else None,
+                         overrides if isinstance(overrides, dict) else None)
+    if overrides:
+        ui.note("labels made from overridden facts: "
+                + ", ".join(f"{ui.safe_line(k)}={ui.safe_line(v)}" for k, v in overrides.items()))
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
         raise MlprobeError("the labels exceed node-feature-discovery's 64 kB feature-file limit", ref="E908")
     if args.json:

@@ -20,6 +20,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import __version__
+from ..ui import safe_line
 
 DEFAULT_PREFIX = "mlprobe.feature.node.kubernetes.io"
 FEATURES_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
@@ -143,10 +144,14 @@ def labels_for(report: Dict[str, Any], prefix: str = DEFAULT_PREFIX) -> Dict[str
     return out
 
 
-def features_file(labels: Dict[str, str], source: Optional[str] = None) -> str:
+def features_file(labels: Dict[str, str], source: Optional[str] = None,
+                  overrides: Optional[Dict[str, str]] = None) -> str:
     lines = [f"# node labels written by mlprobe {__version__} for node-feature-discovery's local source",
              f"# ({FEATURES_DIR}/); regenerate with `mlprobe labels -o FILE`"]
     if source:
         lines.append(f"# {source}")
+    for name, value in (overrides or {}).items():
+        lines.append(f"# overridden: {safe_line(name)}={safe_line(value)[:200]} (these labels follow the override, "
+                     "not the node's own facts)")
     lines.extend(f"{k}={v}" for k, v in labels.items())
     return "\n".join(lines) + "\n"

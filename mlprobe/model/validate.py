@@ -107,6 +107,30 @@ def check_scan(scan: Any, path: str = "scan") -> None:
     _fields(scan.get("python") or {}, _PY_FIELDS, f"{path}.python")
 
 
+def check_capture_files(bundle: Any) -> Dict[str, Dict[str, Any]]:
+    """A report's `capture_bundle`: `files` is an object of NAME -> {"text": str} or
+    {"base64": str}. Returns the files; a field of another type is named (`capture_bundle.files.lspci.txt
+    is a JSON list, expected a JSON object with "text" or "base64"`)."""
+    if not isinstance(bundle, dict):
+        raise DocumentError(f"capture_bundle is {_type_name(bundle)}, expected a JSON object")
+    files = bundle.get("files")
+    if not isinstance(files, dict):
+        raise DocumentError(f"capture_bundle.files is {_type_name(files)}, expected a JSON object")
+    for name, entry in files.items():
+        where = f"capture_bundle.files.{name}"
+        if not isinstance(entry, dict):
+            raise DocumentError(f'{where} is {_type_name(entry)}, expected a JSON object with "text" or "base64"')
+        if "text" in entry:
+            if not isinstance(entry["text"], str):
+                raise DocumentError(f"{where}.text is {_type_name(entry['text'])}, expected a string")
+        elif "base64" in entry:
+            if not isinstance(entry["base64"], str):
+                raise DocumentError(f"{where}.base64 is {_type_name(entry['base64'])}, expected a string")
+        else:
+            raise DocumentError(f'{where} has neither "text" nor "base64"')
+    return files
+
+
 def check_document(doc: Any, where: str) -> None:
     """A report (`mlprobe report`) or a scan JSON (`mlprobe scan --json`)."""
     if not isinstance(doc, dict):
@@ -118,5 +142,7 @@ def check_document(doc: Any, where: str) -> None:
         for key in ("plan", "verify", "capture_bundle", "redactions"):
             if key in doc and doc[key] is not None and not isinstance(doc[key], dict):
                 raise DocumentError(f"{key} is {_type_name(doc[key])}, expected a JSON object")
+        if doc.get("capture_bundle") is not None:
+            check_capture_files(doc["capture_bundle"])
     else:
         check_scan(doc, "scan")

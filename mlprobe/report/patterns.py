@@ -165,6 +165,17 @@ HEX32 = re.compile(r"(?<![\w-])[0-9a-fA-F]{32}(?![\w-])")
 # Four small numbers are as often a version as an address: after `==`, `version:`, `v`, a crash
 # signature's `P2:`, or as the second column of a `pip list` row, they are a version.
 _VERSION_BEFORE = re.compile(r"(?i)(?:==|~=|>=|<=|!=|version[ \t]*[:=]?|\bver\.?|\bv|\bP\d{1,2}:)[ \t]*$")
+# `"version": "`, `'driver_version': '` (a version key in JSON, YAML or a Python repr)
+_QUOTED_VERSION_KEY = re.compile(r"(?i)version[\"']?[ \t]*[:=][ \t]*[\"']?[ \t]*$")
+_VERSION_AFTER = re.compile(r"^(?:[+]\w|-(?:py|cp)\d|\.(?:tar\.gz|whl|zip|dist-info|egg-info)\b)")
+_NAME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9._-]*$")
+# Python distributions beside the frameworks whose versions appear in pip output and reports.
+_PACKAGES = frozenset(
+    "numpy scipy pip setuptools wheel packaging protobuf ml-dtypes opt-einsum flatbuffers triton "
+    "nvidia-cudnn-cu12 nvidia-cublas-cu12 nvidia-nccl-cu12 cuda-python tensorrt onnx".split()
+)
+_VERSION_PARENTS = frozenset(("packages", "versions", "installed", "dists", "distributions", "requirements",
+                              "pins", "frameworks"))
 _PIP_ROW = re.compile(r"^[ \t]*[A-Za-z][A-Za-z0-9._-]*[ \t]+$")
 _PIP_TAIL = re.compile(r"^(?:[ \t]+(?:/|[A-Za-z]:\\)\S*)?[ \t]*$")
 
@@ -227,10 +238,35 @@ def _line_around(text: str, start: int, end: int) -> Tuple[str, str]:
     return text[head:start], text[end : len(text) if tail < 0 else tail].rstrip("\r")
 
 
+def is_package_name(name: str) -> bool:
+    """A Python distribution whose version mlprobe reports (jax, jaxlib, torch, ...)."""
+    from ..probes.frameworks import FRAMEWORKS
+
+    norm = re.sub(r"[-_.]+", "-", name.strip().lower())
+    return norm in _PACKAGES or norm in FRAMEWORKS
+
+
+def is_version_key(key: Optional[str], parent: Optional[str] = None) -> bool:
+    """A JSON key whose value is a version: `version`, `driver_version`, `jaxlib` (a package), or any
+    key of a `packages` / `versions` object."""
+    if not key:
+        return False
+    k = key.lower()
+    if "version" in k or k in ("ver", "release") or is_package_name(key):
+        return True
+    return bool(parent) and (parent or "").lower() in _VERSION_PARENTS
+
+
 def looks_like_version(text: str, start: int, end: int) -> bool:
     before, after = _line_around(text, start, end)
-    if _VERSION_BEFORE.search(before[-32:]):
+    if _VERSION_BEFORE.search(before[-32:]) or _QUOTED_VERSION_KEY.search(before[-48:]):
         return True
+    if _VERSION_AFTER.match(after):
+        return True  # jax-0.12.0.1-py3-none-any.whl, 2.13.0.1+cpu, jax-0.12.0.1.dist-info
+    tail = before[-64:].rstrip(" \t\"'(:=/@_-")
+    m = _NAME_TAIL.search(tail)
+    if m and is_package_name(m.group(0)):
+        return True  # jax 0.12.0.1 on cpu, "jaxlib": "0.12.0.1", torch/2.13.0.1, jax (0.12.0.1)
     return bool(_PIP_ROW.match(before) and _PIP_TAIL.match(after))
 
 

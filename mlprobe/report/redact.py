@@ -71,12 +71,17 @@ from .patterns import (
     json_strings,
     json_walk,
     key_hint,
+    is_version_key,
     looks_like_version,
     looks_secret,
     mode_for,
     shaped,
     text_of,
 )
+
+
+_BARE_VERSION = re.compile(r"v?\d+(?:\.\d+){1,5}(?:[+.-][\w.+-]*)?")
+_THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 
 
 class Redactor:
@@ -326,6 +331,8 @@ class Redactor:
             if hint == "user" and stripped.lower() not in NOT_USERS and not re.fullmatch(r"\d+", stripped):
                 self.add_user(stripped)
                 return self.placeholder("user", stripped.lower())
+        if is_version_key(key, parent) and _BARE_VERSION.fullmatch(stripped):
+            return value  # "version": "2.13.0.1", "jaxlib": "0.12.0.1": a version, not an address
         if (
             parent == "env"
             and key
@@ -593,8 +600,8 @@ class Redactor:
                 addr = ipaddress.IPv4Address(v)
             except ValueError:
                 continue
-            if addr.is_loopback or addr.is_unspecified or v == "255.255.255.255":
-                continue
+            if addr.is_loopback or addr.is_unspecified or v == "255.255.255.255" or addr in _THIS_NETWORK:
+                continue  # 0.12.0.1 is a version (jax): no host has an address in 0.0.0.0/8
             if self._in_fact(v) or looks_like_version(text, m.start(), m.end()):
                 continue
             yield m.start(), m.end(), "ip", v

@@ -448,23 +448,24 @@ def _bundle_from_report(path: Path) -> Dict[str, bytes]:
         doc = json.loads(raw.decode("utf-8"))
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
-    if isinstance(doc, dict):
-        from ..model.validate import DocumentError, check_version
+    from ..model.validate import DocumentError, check_capture_files, check_version
 
-        try:
-            check_version(doc, str(path))
-        except DocumentError as exc:
-            raise BundleError(str(exc)) from None
     bundle = doc.get("capture_bundle") if isinstance(doc, dict) else None
-    if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
+    try:
+        if isinstance(doc, dict):
+            check_version(doc, str(path))
+        entries = check_capture_files(bundle) if bundle is not None else None
+    except DocumentError as exc:
+        raise BundleError(f"{path}: {exc}" if not str(exc).startswith(str(path)) else str(exc)) from None
+    if entries is None:
         raise BundleError(
             f"{path} holds no capture bundle; make the report with `mlprobe report --include-raw`"
         )
     files: Dict[str, bytes] = {}
-    for name, entry in bundle["files"].items():
-        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+    for name, entry in entries.items():
+        if isinstance(entry.get("text"), str):
             files[name] = entry["text"].encode("utf-8")
-        elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
+        else:
             try:
                 files[name] = base64.b64decode(entry["base64"])
             except ValueError as exc:  # binascii.Error
