@@ -65,6 +65,14 @@ class StageError(LibraryError):
         return render_error(self.ref, self.what, self.why, self.next_step)
 
 
+def error_text(exc: BaseException) -> str:
+    """One line for an error recorded inside a document (a report's verify note, a fleet node's
+    error): a stage error by its reference and what happened, anything else by its type."""
+    if isinstance(exc, StageError):
+        return f"[{exc.ref}] {exc.what}"
+    return f"{type(exc).__name__}: {getattr(exc, 'what', None) or exc}"
+
+
 class ParseError(Exception):
     """A capture was read but is not in the format its parser knows. Recorded as a probe error."""
 

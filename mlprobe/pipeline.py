@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Optional
 
+from .errors import error_text
 from .model.facts import Facts
 from .scan.capture import BundleError, Host
 from .scan.run import facts_to_report, scan
@@ -71,9 +72,8 @@ def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
 
     try:
         out = plain(run_verify(python=python) if python else run_verify())
-    except Exception as exc:  # MlprobeError included: the report still carries the rest
-        what = getattr(exc, "what", None) or str(exc)
-        return {"available": False, "note": f"verify failed: {type(exc).__name__}: {what}"}
+    except Exception as exc:  # a StageError or anything else: the report still carries the rest
+        return {"available": False, "note": f"verify failed: {error_text(exc)}"}
     return out if isinstance(out, dict) else {"available": True, "result": out}
 
 

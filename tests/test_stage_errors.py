@@ -70,3 +70,22 @@ def test_fleet_load_stage_error_reaches_the_cli(tmp_path: Path) -> None:
     out = _cli("fleet", "merge", str(bad), tmp=tmp_path)
     assert out.returncode == EXIT_USAGE, out.stderr
     assert "error [E90" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_verify_that_cannot_run_is_noted_in_the_report_by_reference(tmp_path: Path) -> None:
+    """The report's verify section: an interpreter gone between the command's check and the run
+    is noted with the stage error's reference, and the report still has the rest."""
+    from types import SimpleNamespace
+
+    from mlprobe.pipeline import verify_section
+
+    note = verify_section(SimpleNamespace(kind="live"), python=str(tmp_path / "gone" / "python"))  # type: ignore[arg-type]
+    assert note["available"] is False
+    assert note["note"] == f"verify failed: [E601] no Python interpreter at {tmp_path / 'gone' / 'python'}"
+
+
+def test_error_text_of_other_errors_names_their_type() -> None:
+    from mlprobe.errors import error_text
+
+    assert error_text(ValueError("bad bundle")) == "ValueError: bad bundle"
+    assert error_text(StageError("no index", ref="E501", kind="unavailable")) == "[E501] no index"

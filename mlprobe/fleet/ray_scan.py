@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..errors import StageError
+from ..errors import StageError, error_text
 from .document import build_fleet
 from .summary import summarize
 
@@ -119,8 +119,7 @@ def classify(exc: BaseException, node_alive: bool) -> Tuple[str, str]:
     if not node_alive:
         return "lost", _first_line(text)
     if cause is not None:
-        what = getattr(cause, "what", None)
-        return "error", _first_line(f"{type(cause).__name__}: {what or cause}")
+        return "error", _first_line(error_text(cause))
     return "error", _first_line(text)
 
 
