@@ -45,8 +45,8 @@ def expand_inputs(paths: Sequence["str | os.PathLike[str]"]) -> List[str]:
                 names = sorted(n for n in os.listdir(p) if n.endswith(".json") and not n.startswith("."))
             except OSError as exc:
                 raise StageError(f"cannot list the folder {display_path(p)}", why=exc.strerror or str(exc),
-                                   next_step="check the folder's permissions", ref="E901",
-                                   kind="usage") from None
+                                 next_step="check the folder's permissions", ref="E901",
+                                 kind="usage") from None
             out.extend(os.path.join(p, n) for n in names)
         else:
             out.append(p)

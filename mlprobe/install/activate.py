@@ -23,7 +23,7 @@ def check_names(env: Dict[str, str]) -> None:
     bad = [k for k in env if not _NAME.match(k)]
     if bad:
         raise StageError(f"the recipe sets variables with unusable names: {', '.join(bad)}",
-                           next_step="fix the recipe data", ref="E513", kind="usage")
+                         next_step="fix the recipe data", ref="E513", kind="usage")
 
 
 def _sh(v: str) -> str:

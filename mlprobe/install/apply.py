@@ -106,9 +106,9 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
     if replay:
         if opts.apply:
             raise StageError("--apply with --replay: the plan is for another machine",
-                               why="a replayed bundle describes the machine it was captured on",
-                               next_step="run `mlprobe install --apply` on that machine", ref="E512",
-                               kind="usage")
+                             why="a replayed bundle describes the machine it was captured on",
+                             next_step="run `mlprobe install --apply` on that machine", ref="E512",
+                             kind="usage")
         target = target_from_report(report or {}) if report else None
         if target is None:
             guess = opts.python if opts.python and os.sep not in opts.python else None
@@ -119,7 +119,7 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
     if opts.system:
         if opts.venv:
             raise StageError("--system and --venv exclude each other", next_step="keep one", ref="E513",
-                               kind="usage")
+                             kind="usage")
         base = find_python(opts.python)
         info = inspect_interpreter(base)
         check_system_target(info)
@@ -132,8 +132,8 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
         if opts.python and "." in opts.python and os.sep not in opts.python \
                 and info.major_minor != opts.python:
             raise StageError(f"{path} runs Python {info.major_minor}, not {opts.python}",
-                               next_step="leave out --python to reuse it, or pick another --venv PATH",
-                               ref="E510", kind="usage")
+                             next_step="leave out --python to reuse it, or pick another --venv PATH",
+                             ref="E510", kind="usage")
         return TargetEnv(mode="venv", path=path, python=info.executable, info=info, target=_target_of(info),
                          state=state)
     base = find_python(opts.python)
@@ -216,7 +216,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         backend = choose_backend(opts.installer, plan.sources, env.python, env.info.has_pip, pip_only)
         if pip_only and opts.installer == "uv":
             raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
-                               next_step="leave out --installer uv", ref="E513", kind="usage")
+                             next_step="leave out --installer uv", ref="E513", kind="usage")
     pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
     packages = list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
@@ -246,8 +246,8 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             "pass --python X.Y for an interpreter these wheels support, or pick another recipe (--recipe ID)"
             if c.ref == "E503" else "check the URL; or use another source: " + offline_hint())
         pre.problems.append(StageError(f"index check failed: {c.message}",
-                                         why=f"{c.index_url} for {c.requirement}",
-                                         next_step=nxt, ref=c.ref or "E501", kind="unavailable"))
+                                       why=f"{c.index_url} for {c.requirement}",
+                                       next_step=nxt, ref=c.ref or "E501", kind="unavailable"))
     if blocking:
         pre.resolution = Resolution(ok=False, skipped="the index does not answer" if not blocking[0].reachable
                                     else "an index check failed")
@@ -350,8 +350,8 @@ def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeo
                           on_start=on_start)
     except StepTimeout as exc:
         raise StageError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
-                           why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
-                           ref="E515", kind="failure") from None
+                         why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
+                         ref="E515", kind="failure") from None
 
 
 def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = None,
@@ -393,9 +393,9 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                               VENV_TIMEOUT_S)
                 if r.rc != 0:
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
-                                       next_step="on Debian/Ubuntu: `apt install python3-venv`; "
+                                     next_step="on Debian/Ubuntu: `apt install python3-venv`; "
                                                  "or pass --venv PATH",
-                                       ref="E509", kind="failure")
+                                     ref="E509", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
                 progress.done(f"created {env.path} (Python {info.version})")
@@ -408,7 +408,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
             if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
                 raise StageError("internal error: the install command does not name the venv's python",
-                                   why=" ".join(argv[:6]), ref="E506", kind="failure")
+                                 why=" ".join(argv[:6]), ref="E506", kind="failure")
             r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
                           on_start=on_child)
             if r.rc != 0:
@@ -437,10 +437,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 if r.rc != 0:
                     last = next((ln for ln in reversed(r.output.strip().splitlines()) if ln.strip()), "")
                     raise StageError(f"installed, but `import {imp}` fails in the environment",
-                                       why=last[:300],
-                                       next_step="see the transcript log; this build may not run on this "
+                                     why=last[:300],
+                                     next_step="see the transcript log; this build may not run on this "
                                                  "machine (`mlprobe plan` lists the alternatives)",
-                                       ref="E516", kind="failure")
+                                     ref="E516", kind="failure")
                 shown_version = r.output.strip().splitlines()[-1] if r.output.strip() else ""
                 progress.done(f"import {imp} works ({shown_version})")
             import_ok = True
@@ -452,8 +452,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
         transcript.close()
         progress.close()
         raise StageError(f"{how} while installing", why=summary,
-                           next_step=f"run the same command again when ready; the log is {log_path}",
-                           ref="E507", kind="interrupted") from None
+                         next_step=f"run the same command again when ready; the log is {log_path}",
+                         ref="E507", kind="interrupted") from None
     except StageError as exc:
         summary = txn.report.summary() if txn.report else ""
         transcript.note(f"failed [{exc.ref}]: {exc.what}")
@@ -509,12 +509,12 @@ def _diagnose(failure: Failure, pre: Preflight) -> Failure:
 def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
     if shim not in ("plaidml-collections", "plaidml", "plaidml-compat"):
         raise StageError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data",
-                           ref="E513", kind="usage")
+                         ref="E513", kind="usage")
     try:
         from ..shims.plaidml_compat import install_shim
     except ImportError as exc:
         raise StageError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
-                           next_step="update mlprobe", ref="E506", kind="unavailable") from None
+                         next_step="update mlprobe", ref="E506", kind="unavailable") from None
     out = install_shim(info.purelib)
     transcript.note(f"shim {shim} installed into {info.purelib}: {out}")
 

@@ -192,7 +192,7 @@ def choose_backend(prefer: str, sources: Sources, python: str, has_pip: bool,
         from ..errors import StageError
 
         raise StageError("uv is not on PATH", why="--installer uv was asked for",
-                           next_step="install uv, or use --installer pip", ref="E506", kind="usage")
+                         next_step="install uv, or use --installer pip", ref="E506", kind="usage")
     try:
         pip: Tuple[str, ...] = tuple(pip_command(python, has_pip))
     except Exception:

@@ -89,11 +89,11 @@ def check_location(path: Path, force: bool) -> None:
     where = system_location(path)
     if where and not force:
         raise StageError(f"{path} is in a system location ({where})",
-                           why="a virtual environment there would mix with files the operating system "
+                         why="a virtual environment there would mix with files the operating system "
                                "or its package manager owns",
-                           next_step="pick a folder of your own (e.g. --venv ~/venvs/NAME); "
+                         next_step="pick a folder of your own (e.g. --venv ~/venvs/NAME); "
                                      "add --force if you really mean that place",
-                           ref="E519", kind="usage")
+                         ref="E519", kind="usage")
 
 
 class TargetLock:
@@ -121,9 +121,9 @@ class TargetLock:
             except OSError:
                 pass
             raise StageError(f"another mlprobe install is working on {self.target}",
-                               why=(f"it holds the lock ({owner})" if owner else "it holds the lock"),
-                               next_step="wait for it to finish, then run this again; or pick another --venv PATH",
-                               ref="E520", kind="failure") from None
+                             why=(f"it holds the lock ({owner})" if owner else "it holds the lock"),
+                             next_step="wait for it to finish, then run this again; or pick another --venv PATH",
+                             ref="E520", kind="failure") from None
         try:
             self.info.write_text(f"pid {os.getpid()}, since {time.strftime('%H:%M:%S')}", encoding="utf-8")
         except OSError:

@@ -109,8 +109,8 @@ def _recommendation(doc: Dict[str, Any]) -> Recommendation:
         return Recommendation.from_json(doc)
     except ContractError as exc:
         raise StageError(f"{doc.get('recipe') or 'the recipe'} is not a recommendation mlprobe can install",
-                           why=str(exc), next_step="pass a recommendation or a plan from `mlprobe plan --json`",
-                           ref="E513", kind="usage") from None
+                         why=str(exc), next_step="pass a recommendation or a plan from `mlprobe plan --json`",
+                         ref="E513", kind="usage") from None
 
 
 def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Recommendation:
@@ -130,13 +130,13 @@ def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Recommen
                 next_step="`mlprobe plan` lists the recipes that fit", ref="E513", kind="unavailable")
         names = ", ".join(str(r.get("recipe")) for r in recs) or "none"
         raise StageError(f"no recipe {recipe} in the plan", why=f"the plan has: {names}",
-                           next_step="`mlprobe plan` lists the recipes; pass one of them with --recipe",
-                           ref="E513", kind="usage")
+                         next_step="`mlprobe plan` lists the recipes; pass one of them with --recipe",
+                         ref="E513", kind="usage")
     if not recs:
         raise StageError("no recipe fits this machine for that framework",
-                           why="the plan recommends nothing",
-                           next_step="`mlprobe plan` says why each recipe was rejected; try --framework any",
-                           ref="E513", kind="unavailable")
+                         why="the plan recommends nothing",
+                         next_step="`mlprobe plan` says why each recipe was rejected; try --framework any",
+                         ref="E513", kind="unavailable")
     return _recommendation(recs[0])
 
 
@@ -159,8 +159,8 @@ def _checked_sources(opts: InstallOptions) -> Tuple[Optional[str], Tuple[str, ..
             check_file_url_exists(links[-1], "--find-links")
         elif not os.path.isdir(d):
             raise StageError(f"--find-links {d}: no such folder",
-                               why="--find-links takes a folder of wheels (or the URL of a page of links)",
-                               next_step="check the path", ref="E517", kind="usage")
+                             why="--find-links takes a folder of wheels (or the URL of a page of links)",
+                             next_step="check the path", ref="E517", kind="usage")
         else:
             links.append(d)
     return index, extra, tuple(links)
@@ -171,13 +171,13 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
     index unless the person named another (--index-url, --find-links/--no-index, --use-pip-config)."""
     if opts.use_pip_config and (opts.index_url or opts.no_index):
         raise StageError("--use-pip-config cannot be combined with --index-url or --no-index",
-                           why="--use-pip-config lets pip's configuration choose the sources",
-                           next_step="keep one of them", ref="E513", kind="usage")
+                         why="--use-pip-config lets pip's configuration choose the sources",
+                         next_step="keep one of them", ref="E513", kind="usage")
     if opts.no_index and not opts.find_links:
         raise StageError("--no-index needs --find-links DIR",
-                           why="with no index there is nothing to install from",
-                           next_step="add --find-links DIR (a folder of wheels)", ref="E513",
-                           kind="usage")
+                         why="with no index there is nothing to install from",
+                         next_step="add --find-links DIR (a folder of wheels)", ref="E513",
+                         kind="usage")
     index_url, extra, find = _checked_sources(opts)
     if opts.use_pip_config:
         return Sources(find_links=find, extra_index_urls=extra, use_pip_config=True,
@@ -201,7 +201,7 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
     (`index_url`); the printed commands are never read back."""
     if not rec.packages:
         raise StageError(f"recipe {rec.recipe} names no packages", why="nothing to install",
-                           next_step="pick another recipe with --recipe ID", ref="E513", kind="usage")
+                         next_step="pick another recipe with --recipe ID", ref="E513", kind="usage")
     index = rec.index
     url: Optional[str] = rec.index_url if rec.index_url and _is_url(rec.index_url) else None
     if index and "://" in index and not url:
@@ -209,10 +209,10 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
     if index and not url and not (opts.index_url or opts.use_pip_config or opts.no_index):
         # Never fall back to another source without being told to.
         raise StageError(f"recipe {rec.recipe} names the '{index}' build index but no URL for it",
-                           why="the recommendation carries no index URL",
-                           next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
+                         why="the recommendation carries no index URL",
+                         next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
                                      "or --use-pip-config (let pip's own configuration choose)",
-                           ref="E518", kind="usage")
+                         ref="E518", kind="usage")
     label = _label_of(index, url) if (index or url) else None
     known = vocabulary().framework(rec.framework)
     imports = list(rec.imports) or ([known.import_name] if known is not None else [])

@@ -72,7 +72,7 @@ def list_distributions(python: str, timeout: float = 120.0) -> List[Dict[str, An
     cp = run_quiet([python, "-I", "-c", _DISTS], timeout=timeout, env=python_quiet_env())
     if cp.returncode != 0:
         raise StageError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
-                           next_step="check that this interpreter starts", ref="E511")
+                         next_step="check that this interpreter starts", ref="E511")
     doc = json.loads(cp.stdout.strip().splitlines()[-1])
     return doc if isinstance(doc, list) else []
 
@@ -378,17 +378,17 @@ def recover(target: str, say: Any = None) -> Optional[str]:
         return None
     if doc.get("broken") or doc.get("journal_version") != JOURNAL_VERSION:
         raise StageError(f"an interrupted install of {target} left a journal mlprobe cannot read",
-                           why=str(journal_path(target)),
-                           next_step="check the environment by hand (or recreate it), then delete that file",
-                           ref="E511", kind="failure")
+                         why=str(journal_path(target)),
+                         next_step="check the environment by hand (or recreate it), then delete that file",
+                         ref="E511", kind="failure")
     if say:
         say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
     txn = Transaction.from_journal(doc, Transcript(None))
     report = txn.rollback()
     if not report.ok:
         raise StageError(f"an interrupted install of {target} could not be rolled back",
-                           why=report.summary(),
-                           next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
-                           ref="E511", kind="failure")
+                         why=report.summary(),
+                         next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
+                         ref="E511", kind="failure")
     drop_journal(target)
     return f"rolled back an interrupted install of {target}: {report.summary()}"

@@ -126,8 +126,8 @@ def find_python(version: Optional[str]) -> str:
         if os.path.exists(path):
             return path
         raise StageError(f"no interpreter at {version}",
-                           next_step="pass --python X.Y or a path that exists",
-                           ref="E510", kind="usage")
+                         next_step="pass --python X.Y or a path that exists",
+                         ref="E510", kind="usage")
     for cand in _candidates(version):
         if _runs_as(cand, version):
             return cand

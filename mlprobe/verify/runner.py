@@ -310,7 +310,7 @@ def run_verify(
     environment: the variables the environment's activate script sets (KERAS_BACKEND, HSA_OVERRIDE_…)."""
     if framework not in FRAMEWORK_CHOICES:
         raise StageError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
-                           ref="E603", kind="usage")
+                         ref="E603", kind="usage")
     t0 = time.monotonic()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     target = resolve_python(python)
