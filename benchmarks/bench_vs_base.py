@@ -36,14 +36,17 @@ def export(commit: str, dest: Path) -> None:
         tar.extractall(dest)
 
 
-def timed(tree: Path, args: List[str]) -> float:
+def timed(tree: Path, args: List[str], cwd: Path) -> float:
     env = dict(os.environ, PYTHONPATH=str(tree))
     env.pop("MLPROBE_PYTORCH_INDEX_URL", None)
     # An installed package has its .pyc files (pip compiles them); with PYTHONDONTWRITEBYTECODE set,
     # every run would compile every module again and time the compiler, more so for more code.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mlprobe", "-q", *args], env=env, cwd=str(tree),
+    # Both trees run from the same empty folder: `-m` puts the working folder first on sys.path, and
+    # the live scan's framework inventory reads the distributions there (a checkout's egg-info, say),
+    # so running each from its own tree would time the folders, not the code.
+    proc = subprocess.run([sys.executable, "-m", "mlprobe", "-q", *args], env=env, cwd=str(cwd),
                           capture_output=True, timeout=300)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
@@ -60,18 +63,20 @@ def main() -> int:
     opts = ap.parse_args()
     commands = {"scan --json": ["scan", "--json"],
                 "plan --replay FIXTURE --json": ["plan", "--replay", str(Path(opts.fixture).resolve()), "--json"]}
-    with tempfile.TemporaryDirectory(prefix="mlprobe-base-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mlprobe-base-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="mlprobe-cwd-") as cwd_name:
         base = Path(tmp)
+        cwd = Path(cwd_name)
         export(opts.base, base)
         trees = {"base": base, "current": ROOT}
         times: Dict[str, Dict[str, List[float]]] = {c: {"base": [], "current": []} for c in commands}
         for name, args in commands.items():
             for label in trees:  # warm-up: the first run of each pays for the page cache and .pyc files
-                timed(trees[label], args)
+                timed(trees[label], args, cwd)
             for i in range(opts.n):
                 order = ["base", "current"] if i % 2 == 0 else ["current", "base"]
                 for label in order:
-                    times[name][label].append(timed(trees[label], args))
+                    times[name][label].append(timed(trees[label], args, cwd))
     print(f"base {opts.base} vs current tree, {opts.n} paired runs each, {sys.executable}")
     print(f"{'command':32} {'tree':8} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, by in times.items():

@@ -194,3 +194,23 @@ def test_install_result_is_frozen_and_writes_plain_json(tmp_path: Path) -> None:
     doc = res.to_dict()
     assert json.loads(json.dumps(doc)) == doc
     assert doc["installed"] == ["torch==2.13.0+cpu"] and doc["seconds"] == 12.3 and doc["path"] == str(tmp_path)
+
+
+def test_contract_equality_hash_and_repr_follow_the_fields() -> None:
+    """The contracts share one __eq__/__hash__/__repr__ (model/contract.Record) instead of each
+    compiling its own: equal fields are equal and hash alike, another field or another type is not
+    equal, and the repr names every field."""
+    from mlprobe.model.plan import IndexRef, VerifyTarget
+    from mlprobe.model.vocabulary import vocabulary
+
+    a = VerifyTarget(framework="torch", device="cuda")
+    b = VerifyTarget(framework="torch", device="cuda")
+    c = VerifyTarget(framework="torch", device="cpu")
+    assert a == b and hash(a) == hash(b) and a != c and len({a, b, c}) == 2
+    assert repr(a) == "VerifyTarget(framework='torch', device='cuda')"
+    assert a != ("torch", "cuda")
+    fields = [f.name for f in dataclasses.fields(IndexRef)]
+    assert all(f"{n}=" in repr(IndexRef(**{n: None for n in fields})) for n in fields)  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.device = "cpu"  # type: ignore[misc]
+    assert vocabulary() == vocabulary() and hash(vocabulary().frameworks[0]) == hash(vocabulary().frameworks[0])

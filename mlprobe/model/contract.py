@@ -23,6 +23,38 @@ OMIT_IF_NONE = "omit_if_none"
 OPTIONAL_KEY = {OMIT_IF_NONE: True}
 
 
+class Record:
+    """Base of the contract types: equality, hash and repr over the dataclass fields, written once
+    here. The contracts are declared `@dataclass(frozen=True, eq=False, repr=False)`: a dataclass
+    otherwise compiles its own __eq__, __hash__ and __repr__ for every class when it is defined,
+    and with some forty contracts that was most of what importing the model cost on every command."""
+
+    __slots__ = ()
+
+    def _compared(self) -> Tuple[Any, ...]:
+        names = _COMPARED.get(type(self))
+        if names is None:
+            names = _COMPARED[type(self)] = tuple(
+                f.name for f in dataclasses.fields(self) if f.compare)  # type: ignore[arg-type]
+        return tuple(getattr(self, n) for n in names)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
+                          for f in dataclasses.fields(self) if f.repr)  # type: ignore[arg-type]
+        return f"{type(self).__qualname__}({shown})"
+
+
+_COMPARED: Dict[type, Tuple[str, ...]] = {}
+
+
 class ContractError(ValueError):
     """A document that does not have a contract's shape; the message names the field."""
 

@@ -10,19 +10,21 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .contract import to_json
+from .contract import Record, to_json
 
 PROBE_STATUSES = ("ok", "absent", "error", "timeout")
 
 
-class _ToDict:
+class _ToDict(Record):
+    __slots__ = ()
+
     def to_dict(self) -> Dict[str, Any]:
         """The fact as JSON data, through the one JSON writer of the contracts (model/contract.py)."""
         out: Dict[str, Any] = to_json(self)
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OsFacts(_ToDict):
     system: Optional[str] = None  # "Linux", "Darwin", "Windows"
     release: Optional[str] = None  # kernel release / Windows release / Darwin release
@@ -36,7 +38,7 @@ class OsFacts(_ToDict):
     windows_build: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CoreType(_ToDict):
     """One kind of core in a CPU (big.LITTLE and DynamIQ systems have several)."""
 
@@ -46,7 +48,7 @@ class CoreType(_ToDict):
     part: Optional[str] = None  # ARM: "0xd0c"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CpuFacts(_ToDict):
     vendor: Optional[str] = None  # lowercase short: intel, amd, arm, apple, ...
     vendor_id: Optional[str] = None  # raw: GenuineIntel, AuthenticAMD, 0x41, ...
@@ -61,13 +63,13 @@ class CpuFacts(_ToDict):
     isa_summary: Optional[str] = None  # plain words on the ML-relevant ISA features (ARM, s390x, ...)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class MemoryFacts(_ToDict):
     total_bytes: Optional[int] = None
     available_bytes: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PythonFacts(_ToDict):
     version: Optional[str] = None
     implementation: Optional[str] = None
@@ -78,7 +80,7 @@ class PythonFacts(_ToDict):
     machine: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuLink(_ToDict):
     """How a GPU reaches one other GPU (`nvidia-smi topo -m`)."""
 
@@ -88,7 +90,7 @@ class GpuLink(_ToDict):
     nvlinks: Optional[int] = None  # bonded NVLinks (NV18 -> 18)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuNicLink(_ToDict):
     """How a GPU reaches one network card (GPUDirect RDMA wants PIX or PXB)."""
 
@@ -97,7 +99,7 @@ class GpuNicLink(_ToDict):
     code: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuTopology(_ToDict):
     """Where a GPU sits: its index in nvidia-smi's numbering, the CPUs and NUMA node close to it, and
     its link to every other GPU and network card."""
@@ -111,7 +113,7 @@ class GpuTopology(_ToDict):
     nics: Tuple[GpuNicLink, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuFacts(_ToDict):
     """One physical accelerator, as seen by one or more sources."""
 
@@ -142,7 +144,7 @@ class GpuFacts(_ToDict):
     notes: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OpenClDevice(_ToDict):
     name: Optional[str] = None
     type: Optional[str] = None  # "CPU", "GPU", "ACCELERATOR", ...
@@ -160,7 +162,7 @@ class OpenClDevice(_ToDict):
     compute_capability: Optional[str] = None  # NVIDIA: cl_nv_device_attribute_query, "8.6"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OpenClPlatform(_ToDict):
     name: Optional[str] = None
     vendor: Optional[str] = None
@@ -168,7 +170,7 @@ class OpenClPlatform(_ToDict):
     devices: Tuple[OpenClDevice, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class UsbAccelerator(_ToDict):
     vendor_id: str
     product_id: str
@@ -176,7 +178,7 @@ class UsbAccelerator(_ToDict):
     kind: Optional[str] = None  # movidius-ncs, coral-usb, ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FrameworkFacts(_ToDict):
     name: str
     version: Optional[str] = None
@@ -187,7 +189,7 @@ class FrameworkFacts(_ToDict):
     source: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ProbeStatus(_ToDict):
     name: str
     status: str  # one of PROBE_STATUSES
@@ -195,7 +197,7 @@ class ProbeStatus(_ToDict):
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Facts(_ToDict):
     os: OsFacts = field(default_factory=OsFacts)
     cpu: CpuFacts = field(default_factory=CpuFacts)

@@ -12,33 +12,33 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .contract import OPTIONAL_KEY, ContractError, from_json, json_schema, to_json
+from .contract import ContractError, OPTIONAL_KEY, Record, from_json, json_schema, to_json
 
 PLAN_VERSION = 1
 
 
-@dataclass(frozen=True)
-class ConfigFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class ConfigFile(Record):
     path: str
     json: Any
     content: str
     why: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class ShimStep:
+@dataclass(frozen=True, eq=False, repr=False)
+class ShimStep(Record):
     shim: str
     why: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class VerifyTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyTarget(Record):
     framework: Optional[str] = None
     device: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class IndexRef:
+@dataclass(frozen=True, eq=False, repr=False)
+class IndexRef(Record):
     """The build index a recipe installs from: its suffix (`cu130`) and, when the knowledge (or a
     mirror) gives one, the full URL. A suffix without a URL is a build index mlprobe cannot locate."""
 
@@ -46,8 +46,8 @@ class IndexRef:
     url: Optional[str]
 
 
-@dataclass(frozen=True)
-class Recommendation:
+@dataclass(frozen=True, eq=False, repr=False)
+class Recommendation(Record):
     recipe: str
     title: str
     framework: Optional[str] = None
@@ -158,8 +158,8 @@ class Recommendation:
 
 
 
-@dataclass(frozen=True)
-class Rejection:
+@dataclass(frozen=True, eq=False, repr=False)
+class Rejection(Record):
     """A recipe that does not fit, and why, in words."""
 
     recipe: str
@@ -170,8 +170,8 @@ class Rejection:
     reasons: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class RetiredPath:
+@dataclass(frozen=True, eq=False, repr=False)
+class RetiredPath(Record):
     """A path people still read about (TensorFlow on OpenCL, Neon, NCSDK), and what replaced it."""
 
     recipe: str
@@ -185,8 +185,8 @@ class RetiredPath:
     sources: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class InstalledFinding:
+@dataclass(frozen=True, eq=False, repr=False)
+class InstalledFinding(Record):
     """Whether an installed framework build can use this machine (`status`: ok, problem, warning or
     info), and the commands that fix it."""
 
@@ -199,8 +199,8 @@ class InstalledFinding:
     fix: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class PlanTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class PlanTarget(Record):
     """The interpreter and system the plan is for."""
 
     python: Optional[str]
@@ -210,8 +210,8 @@ class PlanTarget:
     arch: Optional[str]
 
 
-@dataclass(frozen=True)
-class GpuUse:
+@dataclass(frozen=True, eq=False, repr=False)
+class GpuUse(Record):
     """How many GPUs a recommended recipe's framework will use, and how (plan/multigpu.py)."""
 
     recipe: str
@@ -230,8 +230,8 @@ class GpuUse:
         return doc
 
 
-@dataclass(frozen=True)
-class Plan:
+@dataclass(frozen=True, eq=False, repr=False)
+class Plan(Record):
     """mlprobe plan: the recipes that fit (ranked), those that do not (and why), retired paths and
     findings on what is installed."""
 

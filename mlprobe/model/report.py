@@ -7,20 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .contract import OPTIONAL_KEY, from_json, to_json
+from .contract import OPTIONAL_KEY, Record, from_json, to_json
 
 REPORT_VERSION = 1
 REPORT_KIND = "mlprobe-report"
 
 
-@dataclass(frozen=True)
-class RedactionCount:
+@dataclass(frozen=True, eq=False, repr=False)
+class RedactionCount(Record):
     values: int
     occurrences: int
 
 
-@dataclass(frozen=True)
-class Redactions:
+@dataclass(frozen=True, eq=False, repr=False)
+class Redactions(Record):
     """What was replaced, by kind (secret, host, user, path, ...), or a warning that nothing was."""
 
     enabled: bool
@@ -29,24 +29,24 @@ class Redactions:
     total: Optional[int] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True)
-class BundleFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class BundleFile(Record):
     """One raw capture: its text (redacted) or, for binary data, base64."""
 
     text: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
     base64: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True)
-class CaptureBundle:
+@dataclass(frozen=True, eq=False, repr=False)
+class CaptureBundle(Record):
     """The raw captures (`--include-raw`), so that `mlprobe scan --replay REPORT.json` works."""
 
     redacted: bool
     files: Mapping[str, BundleFile]
 
 
-@dataclass(frozen=True)
-class ReportEnvelope:
+@dataclass(frozen=True, eq=False, repr=False)
+class ReportEnvelope(Record):
     """mlprobe report: the redacted scan, its plan (or a note why there is none) and verify results."""
 
     report_version: int

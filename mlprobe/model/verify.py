@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .contract import OPTIONAL_KEY, from_json, to_json
+from .contract import Record as Contract
 
 Record = Optional[Mapping[str, Any]]
 
 
-@dataclass(frozen=True)
-class DeviceResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class DeviceResult(Contract):
     """One framework on one device: the verdict, why, and the stage records behind it."""
 
     framework: str
@@ -42,8 +43,8 @@ class DeviceResult:
     cpu_note: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True)
-class VerifyPython:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyPython(Contract):
     """The interpreter verify ran (`--python`, or the one running mlprobe)."""
 
     executable: str
@@ -54,16 +55,16 @@ class VerifyPython:
     cpu_count: Optional[int] = None
 
 
-@dataclass(frozen=True)
-class VerifyRequest:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyRequest(Contract):
     framework: str
     device: Optional[str]
     quick: bool
     env: Optional[Mapping[str, str]] = None
 
 
-@dataclass(frozen=True)
-class FrameworkRun:
+@dataclass(frozen=True, eq=False, repr=False)
+class FrameworkRun(Contract):
     """One framework verify looked at: verified, unavailable (and why) or not installed."""
 
     name: str
@@ -78,8 +79,8 @@ class FrameworkRun:
     stderr_tail: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True)
-class CpuFigure:
+@dataclass(frozen=True, eq=False, repr=False)
+class CpuFigure(Contract):
     """A CPU speed: the framework's own CPU run, or a peer (another framework or interpreter)."""
 
     framework: str
@@ -91,8 +92,8 @@ class CpuFigure:
     speed: Record = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True)
-class SlowGpu:
+@dataclass(frozen=True, eq=False, repr=False)
+class SlowGpu(Contract):
     """A GPU slower than the median of its peers of the same model by more than the limit."""
 
     framework: str
@@ -105,8 +106,8 @@ class SlowGpu:
     message: str
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class VerifyResult(Contract):
     """mlprobe verify: a result per framework and device, the CPU figures they are measured against,
     the tolerances used, a summary in words and the exit status it implies."""
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
+from .contract import Record
 from .knowledge import load
 
 
@@ -17,8 +18,8 @@ class RegistryError(ValueError):
     """The registry file is missing or has a row without the fields every reader needs."""
 
 
-@dataclass(frozen=True)
-class Framework:
+@dataclass(frozen=True, eq=False, repr=False)
+class Framework(Record):
     id: str
     title: str
     plan: bool  # offered by `plan --framework` / `install --framework`
@@ -28,21 +29,21 @@ class Framework:
     aliases: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Backend:
+@dataclass(frozen=True, eq=False, repr=False)
+class Backend(Record):
     id: str
     title: str
 
 
-@dataclass(frozen=True)
-class Vendor:
+@dataclass(frozen=True, eq=False, repr=False)
+class Vendor(Record):
     id: str
     pci: Tuple[str, ...]
     text: Optional["re.Pattern[str]"]
 
 
-@dataclass(frozen=True)
-class Vocabulary:
+@dataclass(frozen=True, eq=False, repr=False)
+class Vocabulary(Record):
     frameworks: Tuple[Framework, ...]
     backends: Tuple[Backend, ...]
     vendors: Tuple[Vendor, ...]
