@@ -214,3 +214,22 @@ def test_contract_equality_hash_and_repr_follow_the_fields() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.device = "cpu"  # type: ignore[misc]
     assert vocabulary() == vocabulary() and hash(vocabulary().frameworks[0]) == hash(vocabulary().frameworks[0])
+
+
+def test_a_contract_field_is_set_once() -> None:
+    """`@contract` types behave as frozen dataclasses: a field cannot be assigned or deleted after
+    __init__, no attribute can be added, and dataclasses.replace makes a changed copy."""
+    from mlprobe.model.facts import MemoryFacts
+
+    m = MemoryFacts(total_bytes=1, available_bytes=2)
+    for act in (lambda: setattr(m, "total_bytes", 5), lambda: delattr(m, "total_bytes"),
+                lambda: setattr(m, "extra", 1)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            act()
+    assert m.total_bytes == 1
+    n = dataclasses.replace(m, total_bytes=7)
+    assert (n.total_bytes, n.available_bytes, m.total_bytes) == (7, 2, 1)
+    import copy as _copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(m)) == m and _copy.deepcopy(m) == m

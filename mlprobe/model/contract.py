@@ -1,7 +1,8 @@
 """JSON in and out of the typed stage contracts, in one place.
 
-A contract is a frozen dataclass whose fields are annotated with plain JSON shapes: `str`, `int`,
-`float`, `bool`, `Any`, `Optional[X]`, `Tuple[X, ...]`, `Mapping[str, X]` and other contracts.
+A contract is a dataclass declared `@contract` (its fields set once, see Record) whose fields are
+annotated with plain JSON shapes: `str`, `int`, `float`, `bool`, `Any`, `Optional[X]`,
+`Tuple[X, ...]`, `Mapping[str, X]` and other contracts.
 `to_json` writes one (tuples become lists, the field order is the key order), `from_json` reads one
 and names the field of a document that has the wrong shape (`recommended[2].reasons[0]: expected a
 string`), and `json_schema` derives the JSON Schema that `mlprobe schema plan` ships, so the types and
@@ -24,10 +25,13 @@ OPTIONAL_KEY = {OMIT_IF_NONE: True}
 
 
 class Record:
-    """Base of the contract types: equality, hash and repr over the dataclass fields, written once
-    here. The contracts are declared `@dataclass(frozen=True, eq=False, repr=False)`: a dataclass
-    otherwise compiles its own __eq__, __hash__ and __repr__ for every class when it is defined,
-    and with some forty contracts that was most of what importing the model cost on every command."""
+    """Base of the contract types: equality, hash, repr and immutability over the dataclass fields,
+    written once here. Declared with `@contract` (below), a contract is a dataclass that compiles only
+    its own __init__ when it is defined; `@dataclass(frozen=True)` compiled five more functions per
+    class (__eq__, __hash__, __repr__, __setattr__, __delattr__), and with some forty contracts that
+    was most of what importing the model cost on every command. A field is set once, by __init__;
+    assigning or deleting it afterwards raises dataclasses.FrozenInstanceError, as for a frozen
+    dataclass."""
 
     __slots__ = ()
 
@@ -51,8 +55,33 @@ class Record:
                           for f in dataclasses.fields(self) if f.repr)  # type: ignore[arg-type]
         return f"{type(self).__qualname__}({shown})"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.__dict__ or name not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
 
 _COMPARED: Dict[type, Tuple[str, ...]] = {}
+
+if typing.TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+    try:
+        from typing import dataclass_transform
+    except ImportError:  # Python < 3.11: only type checkers read it
+        def dataclass_transform(**_kw: Any) -> Any:
+            return lambda f: f
+
+C = TypeVar("C", bound=type)
+
+
+@dataclass_transform(frozen_default=True, eq_default=True)
+def contract(cls: C) -> C:
+    """`@contract class X(Record): ...`: a dataclass whose fields are set once (see Record)."""
+    return dataclasses.dataclass(eq=False, repr=False)(cls)  # type: ignore[return-value]
 
 
 class ContractError(ValueError):

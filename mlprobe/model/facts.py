@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .contract import Record, to_json
+from .contract import contract, Record, to_json
 
 PROBE_STATUSES = ("ok", "absent", "error", "timeout")
 
@@ -24,8 +24,10 @@ class _ToDict(Record):
         return out
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class OsFacts(_ToDict):
+    """The operating system: kernel, distribution, WSL, glibc, macOS version, Windows build."""
+
     system: Optional[str] = None  # "Linux", "Darwin", "Windows"
     release: Optional[str] = None  # kernel release / Windows release / Darwin release
     version: Optional[str] = None  # platform.version()
@@ -38,7 +40,7 @@ class OsFacts(_ToDict):
     windows_build: Optional[int] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class CoreType(_ToDict):
     """One kind of core in a CPU (big.LITTLE and DynamIQ systems have several)."""
 
@@ -48,8 +50,10 @@ class CoreType(_ToDict):
     part: Optional[str] = None  # ARM: "0xd0c"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class CpuFacts(_ToDict):
+    """The CPU: vendor, model, architecture, cores and threads, SIMD flags, x86-64 level, core kinds."""
+
     vendor: Optional[str] = None  # lowercase short: intel, amd, arm, apple, ...
     vendor_id: Optional[str] = None  # raw: GenuineIntel, AuthenticAMD, 0x41, ...
     model: Optional[str] = None
@@ -63,14 +67,18 @@ class CpuFacts(_ToDict):
     isa_summary: Optional[str] = None  # plain words on the ML-relevant ISA features (ARM, s390x, ...)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class MemoryFacts(_ToDict):
+    """Total and available memory in bytes."""
+
     total_bytes: Optional[int] = None
     available_bytes: Optional[int] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class PythonFacts(_ToDict):
+    """The Python the plan is for: version, implementation, venv, PEP 668 marker, wheel tags."""
+
     version: Optional[str] = None
     implementation: Optional[str] = None
     executable: Optional[str] = None
@@ -80,7 +88,7 @@ class PythonFacts(_ToDict):
     machine: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class GpuLink(_ToDict):
     """How a GPU reaches one other GPU (`nvidia-smi topo -m`)."""
 
@@ -90,7 +98,7 @@ class GpuLink(_ToDict):
     nvlinks: Optional[int] = None  # bonded NVLinks (NV18 -> 18)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class GpuNicLink(_ToDict):
     """How a GPU reaches one network card (GPUDirect RDMA wants PIX or PXB)."""
 
@@ -99,7 +107,7 @@ class GpuNicLink(_ToDict):
     code: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class GpuTopology(_ToDict):
     """Where a GPU sits: its index in nvidia-smi's numbering, the CPUs and NUMA node close to it, and
     its link to every other GPU and network card."""
@@ -113,7 +121,7 @@ class GpuTopology(_ToDict):
     nics: Tuple[GpuNicLink, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class GpuFacts(_ToDict):
     """One physical accelerator, as seen by one or more sources."""
 
@@ -144,8 +152,10 @@ class GpuFacts(_ToDict):
     notes: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class OpenClDevice(_ToDict):
+    """One OpenCL device as its platform lists it."""
+
     name: Optional[str] = None
     type: Optional[str] = None  # "CPU", "GPU", "ACCELERATOR", ...
     vendor: Optional[str] = None
@@ -162,24 +172,30 @@ class OpenClDevice(_ToDict):
     compute_capability: Optional[str] = None  # NVIDIA: cl_nv_device_attribute_query, "8.6"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class OpenClPlatform(_ToDict):
+    """One OpenCL platform and its devices."""
+
     name: Optional[str] = None
     vendor: Optional[str] = None
     version: Optional[str] = None
     devices: Tuple[OpenClDevice, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class UsbAccelerator(_ToDict):
+    """A USB accelerator stick (Movidius, Coral, ...) by its USB ids."""
+
     vendor_id: str
     product_id: str
     name: Optional[str] = None
     kind: Optional[str] = None  # movidius-ncs, coral-usb, ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class FrameworkFacts(_ToDict):
+    """An installed framework: version, build flavour (CUDA/ROCm/CPU) and where it was found."""
+
     name: str
     version: Optional[str] = None
     flavour: Optional[str] = None  # cpu, cu130, rocm6.3, xpu, directml, metal, ...
@@ -189,16 +205,20 @@ class FrameworkFacts(_ToDict):
     source: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class ProbeStatus(_ToDict):
+    """How one probe ended (ok, absent, error or timeout), how long it took, and its error."""
+
     name: str
     status: str  # one of PROBE_STATUSES
     seconds: float = 0.0
     error: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Facts(_ToDict):
+    """Everything a scan found: the scan contract that plan, report and diff read."""
+
     os: OsFacts = field(default_factory=OsFacts)
     cpu: CpuFacts = field(default_factory=CpuFacts)
     memory: MemoryFacts = field(default_factory=MemoryFacts)

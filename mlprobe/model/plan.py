@@ -9,35 +9,41 @@ types."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .contract import ContractError, OPTIONAL_KEY, Record, from_json, json_schema, to_json
+from .contract import contract, ContractError, from_json, json_schema, OPTIONAL_KEY, Record, to_json
 
 PLAN_VERSION = 1
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class ConfigFile(Record):
+    """A file a recipe writes (e.g. plaidml's config), its content and why."""
+
     path: str
     json: Any
     content: str
     why: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class ShimStep(Record):
+    """A compatibility shim a recipe installs, and why."""
+
     shim: str
     why: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class VerifyTarget(Record):
+    """The framework and device `mlprobe verify` checks after a recipe is installed."""
+
     framework: Optional[str] = None
     device: Optional[str] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class IndexRef(Record):
     """The build index a recipe installs from: its suffix (`cu130`) and, when the knowledge (or a
     mirror) gives one, the full URL. A suffix without a URL is a build index mlprobe cannot locate."""
@@ -46,8 +52,10 @@ class IndexRef(Record):
     url: Optional[str]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Recommendation(Record):
+    """A recipe that fits this machine: what to install, from where, how, and how to verify it."""
+
     recipe: str
     title: str
     framework: Optional[str] = None
@@ -158,7 +166,7 @@ class Recommendation(Record):
 
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Rejection(Record):
     """A recipe that does not fit, and why, in words."""
 
@@ -170,7 +178,7 @@ class Rejection(Record):
     reasons: Tuple[str, ...]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class RetiredPath(Record):
     """A path people still read about (TensorFlow on OpenCL, Neon, NCSDK), and what replaced it."""
 
@@ -185,7 +193,7 @@ class RetiredPath(Record):
     sources: Tuple[str, ...]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class InstalledFinding(Record):
     """Whether an installed framework build can use this machine (`status`: ok, problem, warning or
     info), and the commands that fix it."""
@@ -199,7 +207,7 @@ class InstalledFinding(Record):
     fix: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class PlanTarget(Record):
     """The interpreter and system the plan is for."""
 
@@ -210,7 +218,7 @@ class PlanTarget(Record):
     arch: Optional[str]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class GpuUse(Record):
     """How many GPUs a recommended recipe's framework will use, and how (plan/multigpu.py)."""
 
@@ -230,7 +238,7 @@ class GpuUse(Record):
         return doc
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Plan(Record):
     """mlprobe plan: the recipes that fit (ranked), those that do not (and why), retired paths and
     findings on what is installed."""

@@ -4,22 +4,24 @@ report/report.schema.json is the published schema, checked against these types b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .contract import OPTIONAL_KEY, Record, from_json, to_json
+from .contract import contract, from_json, OPTIONAL_KEY, Record, to_json
 
 REPORT_VERSION = 1
 REPORT_KIND = "mlprobe-report"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class RedactionCount(Record):
+    """How many distinct values of one kind were replaced, and how often."""
+
     values: int
     occurrences: int
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Redactions(Record):
     """What was replaced, by kind (secret, host, user, path, ...), or a warning that nothing was."""
 
@@ -29,7 +31,7 @@ class Redactions(Record):
     total: Optional[int] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class BundleFile(Record):
     """One raw capture: its text (redacted) or, for binary data, base64."""
 
@@ -37,7 +39,7 @@ class BundleFile(Record):
     base64: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class CaptureBundle(Record):
     """The raw captures (`--include-raw`), so that `mlprobe scan --replay REPORT.json` works."""
 
@@ -45,7 +47,7 @@ class CaptureBundle(Record):
     files: Mapping[str, BundleFile]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class ReportEnvelope(Record):
     """mlprobe report: the redacted scan, its plan (or a note why there is none) and verify results."""
 

@@ -6,16 +6,16 @@ enums); a test checks it against these types field by field."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .contract import OPTIONAL_KEY, from_json, to_json
+from .contract import contract, from_json, OPTIONAL_KEY, to_json
 from .contract import Record as Contract
 
 Record = Optional[Mapping[str, Any]]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class DeviceResult(Contract):
     """One framework on one device: the verdict, why, and the stage records behind it."""
 
@@ -43,7 +43,7 @@ class DeviceResult(Contract):
     cpu_note: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class VerifyPython(Contract):
     """The interpreter verify ran (`--python`, or the one running mlprobe)."""
 
@@ -55,15 +55,17 @@ class VerifyPython(Contract):
     cpu_count: Optional[int] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class VerifyRequest(Contract):
+    """What verify was asked for: framework, device, quick mode and the extra environment."""
+
     framework: str
     device: Optional[str]
     quick: bool
     env: Optional[Mapping[str, str]] = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class FrameworkRun(Contract):
     """One framework verify looked at: verified, unavailable (and why) or not installed."""
 
@@ -79,7 +81,7 @@ class FrameworkRun(Contract):
     stderr_tail: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class CpuFigure(Contract):
     """A CPU speed: the framework's own CPU run, or a peer (another framework or interpreter)."""
 
@@ -92,7 +94,7 @@ class CpuFigure(Contract):
     speed: Record = field(default=None, metadata=OPTIONAL_KEY)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class SlowGpu(Contract):
     """A GPU slower than the median of its peers of the same model by more than the limit."""
 
@@ -106,7 +108,7 @@ class SlowGpu(Contract):
     message: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class VerifyResult(Contract):
     """mlprobe verify: a result per framework and device, the CPU figures they are measured against,
     the tolerances used, a summary in words and the exit status it implies."""

@@ -6,11 +6,10 @@ of data. Pure: reads one packaged JSON file, once."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, Optional, Tuple
 
-from .contract import Record
+from .contract import contract, Record
 from .knowledge import load
 
 
@@ -18,8 +17,10 @@ class RegistryError(ValueError):
     """The registry file is missing or has a row without the fields every reader needs."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Framework(Record):
+    """A framework in the registry: its id, title, planner and verify names, import name, aliases."""
+
     id: str
     title: str
     plan: bool  # offered by `plan --framework` / `install --framework`
@@ -29,21 +30,27 @@ class Framework(Record):
     aliases: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Backend(Record):
+    """A backend in the registry (cuda, rocm, cpu, ...)."""
+
     id: str
     title: str
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Vendor(Record):
+    """A GPU vendor in the registry: its id, PCI vendor ids and the pattern its names match."""
+
     id: str
     pci: Tuple[str, ...]
     text: Optional["re.Pattern[str]"]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@contract
 class Vocabulary(Record):
+    """Every name a recipe, a command or a document may use: frameworks, backends, vendors, facts."""
+
     frameworks: Tuple[Framework, ...]
     backends: Tuple[Backend, ...]
     vendors: Tuple[Vendor, ...]
