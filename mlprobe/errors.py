@@ -36,7 +36,23 @@ def exit_status(kind: str) -> int:
             "interrupted": EXIT_INTERRUPTED}[kind]
 
 
-class StageError(LibraryError):
+class Explained(Exception):
+    """An error that says what happened, why and what to do next, with a stable reference."""
+
+    def __init__(self, what: str, why: Optional[str] = None, next_step: Optional[str] = None,
+                 ref: str = "E000") -> None:
+        super().__init__(what)
+        self.what = what
+        self.why = why
+        self.next_step = next_step
+        self.ref = ref
+
+    def render(self) -> str:
+        """The lines a person sees for it (logs and notes inside a stage use them too)."""
+        return render_error(self.ref, self.what, self.why, self.next_step)
+
+
+class StageError(LibraryError, Explained):
     """A stage (install, verify, fleet) could not do its work. It says what happened, why and what
     to do next, with its stable reference, and the kind of outcome: "usage" (the request or its input
     is wrong), "unavailable" (nothing usable: no interpreter, no index, no tool), "failure" (it ran and
@@ -53,16 +69,8 @@ class StageError(LibraryError):
     ) -> None:
         if kind not in STAGE_KINDS[1:]:
             raise ValueError(f"unknown StageError kind {kind!r}")
-        super().__init__(what)
-        self.what = what
-        self.why = why
-        self.next_step = next_step
-        self.ref = ref
+        super().__init__(what, why, next_step, ref)
         self.kind = kind
-
-    def render(self) -> str:
-        """The same lines a person sees for it (logs and notes inside a stage use them)."""
-        return render_error(self.ref, self.what, self.why, self.next_step)
 
 
 def error_text(exc: BaseException) -> str:
@@ -77,8 +85,8 @@ class ParseError(Exception):
     """A capture was read but is not in the format its parser knows. Recorded as a probe error."""
 
 
-class MlprobeError(Exception):
-    """An error a person can act on."""
+class MlprobeError(Explained):
+    """An error a person can act on: the command layer's, with its exit status."""
 
     def __init__(
         self,
@@ -88,12 +96,5 @@ class MlprobeError(Exception):
         ref: str = "E000",
         exit_code: int = EXIT_FAILURE,
     ) -> None:
-        super().__init__(what)
-        self.what = what
-        self.why = why
-        self.next_step = next_step
-        self.ref = ref
+        super().__init__(what, why, next_step, ref)
         self.exit_code = exit_code
-
-    def render(self) -> str:
-        return render_error(self.ref, self.what, self.why, self.next_step)

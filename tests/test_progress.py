@@ -5,17 +5,16 @@ redirected there is no animation (install logs one plain line per step), and --q
 from __future__ import annotations
 
 import os
-import select
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 
 from .conftest import ROOT
+from .ptyio import drain
 
 pytestmark = pytest.mark.skipif(os.name != "posix" or sys.platform == "darwin",
                                 reason="pseudo-terminals and fake tools as shell scripts (Linux)")
@@ -33,21 +32,8 @@ def run(argv: List[str], env: Dict[str, str], tty: bool, timeout: float = 90) ->
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env,
                             cwd=ROOT)
     os.close(slave)
-    err = b""
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the last writer closed the terminal
-                    break
-                if not chunk:
-                    break
-                err += chunk
-            elif proc.poll() is not None:
-                break
+        err = drain(master, proc, timeout)
         assert proc.stdout is not None
         out = proc.stdout.read()
         rc = proc.wait(timeout=30)

@@ -93,12 +93,11 @@ def _on_a_pty(argv: List[str], timeout: float = 120) -> bytes:
     """mlprobe with stdout and stderr on one real pseudo-terminal (colours on, as a person sees it)."""
     import os
     import pty
-    import select
     import subprocess
     import sys
-    import time
 
     from .conftest import ROOT
+    from .ptyio import drain
 
     master, slave = pty.openpty()
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="200", PYTHONPATH=str(ROOT))
@@ -106,21 +105,8 @@ def _on_a_pty(argv: List[str], timeout: float = 120) -> bytes:
     proc = subprocess.Popen([sys.executable, "-m", "mlprobe", *argv], stdin=subprocess.DEVNULL, stdout=slave,
                             stderr=slave, env=env, cwd=ROOT)
     os.close(slave)
-    seen = b""
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            elif proc.poll() is not None:
-                break
+        seen = drain(master, proc, timeout)
         assert proc.wait(timeout=30) in (0, 1, 3), seen.decode("utf-8", "replace")
     finally:
         if proc.poll() is None:
