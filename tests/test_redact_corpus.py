@@ -222,6 +222,11 @@ def test_the_same_value_gets_the_same_placeholder_everywhere(tmp_path: Path) -> 
     env_ph = json.loads(doc["capture_bundle"]["files"]["host.json"]["text"])["env"]["MY_SERVICE_TOKEN"]
     assert env_ph.startswith("<secret-")
     assert f"started worker with {env_ph} as" in doc["capture_bundle"]["files"]["nvidia-smi.txt"]["text"]
+    # the Markdown rendering of the same report: no token, and the same placeholder in both places
+    md = render_markdown(doc)
+    assert token not in md
+    assert f"started worker with {env_ph} as" in md  # the raw capture
+    assert md.count(env_ph) >= 2  # and the environment's value, wherever the Markdown shows it
 
 
 def test_redacted_report_still_replays_the_same_facts(tmp_path: Path) -> None:
