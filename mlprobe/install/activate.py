@@ -257,7 +257,7 @@ def env_of_interpreter(python: str, base: Mapping[str, str]) -> Dict[str, str]:
     venv = scripts.parent
     if not (venv / "pyvenv.cfg").is_file():
         return {}
-    full = activated_env(base, venv, scripts, read_env(scripts), read_prepend(scripts))
     if os.path.normcase(base.get("VIRTUAL_ENV", "")) == os.path.normcase(str(venv)):
-        full["PATH"] = base.get("PATH", "")  # already active: PATH is as the person has it
+        return {}  # already active: the environment is as the person has it, their own changes included
+    full = activated_env(base, venv, scripts, read_env(scripts), read_prepend(scripts))
     return {k: v for k, v in full.items() if base.get(k) != v}

@@ -266,6 +266,8 @@ def diagnose_opencl(framework: str, request: str, loaders_doc: Mapping[str, Any]
         cause = (f"{framework} opens {name}, which here is {mine.get('path')}: an ICD loader that does not "
                  f"read OCL_ICD_FILENAMES, and this environment names {', '.join(only_env)} only there "
                  f"({_icd_summary(mine)})")
+        if not others:
+            cause += f"; no OpenCL loader here lists {request} either, so that may not be all"
         fix = None
         if venv is not None:
             folder = os.path.join(venv, "etc", "OpenCL", "vendors")
