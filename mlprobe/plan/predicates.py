@@ -273,10 +273,14 @@ def override_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any
     nodes = {i: next((g.get("node") for g in gpus if int(g.get("index") or 0) == i), None) for i in per_gpu}
     if all(isinstance(n, int) for n in nodes.values()):
         return {f"HSA_OVERRIDE_GFX_VERSION_{nodes[i]}": v for i, v in sorted(per_gpu.items())}, ""
-    if len(values) == 1:
-        return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""  # the others are hidden (visible_env)
-    return None, ("the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values and the capture does not "
-                  "give their KFD node numbers (for HSA_OVERRIDE_GFX_VERSION_<node>); run one at a time")
+    # Without node numbers one global value is right only when every GPU it would rename that does
+    # not need it is hidden anyway (an iGPU left out by visible_env).
+    target_ids = {int(g.get("index") or 0) for g in targets}
+    if len(values) == 1 and not any(int(g.get("index") or 0) in target_ids for g in others):
+        return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""
+    return None, ("the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (one for each, or none for "
+                  "some) and the capture does not give their KFD node numbers (for "
+                  "HSA_OVERRIDE_GFX_VERSION_<node>); run one at a time")
 
 
 def visible_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]]) -> Dict[str, str]:
