@@ -644,7 +644,9 @@ def parse_amd_smi(text: str) -> List[SmiCard]:
             memory_bytes=_mib_bytes(_val(vram.get("SIZE"))),
             compute_units=int(cu) if cu and cu.isdigit() else None,
         ))
-    return out
+    # a block that names nothing (an empty JSON object, a `GPU: N` line alone) is no GPU
+    return [c for c in out if c.name or c.device_id or c.pci_bus_id or c.gfx_target or c.unique_id
+            or c.node is not None]
 
 
 def merge_cards(*lists: List[SmiCard]) -> List[SmiCard]:
