@@ -589,12 +589,16 @@ def _mib_bytes(v: Optional[str]) -> Optional[int]:
     return n * (1024 ** 3 if (m.group(2) or "MB").startswith("G") else 1024 ** 2)
 
 
+def _section(g: Dict[str, Any], key: str) -> Dict[str, Any]:
+    v = g.get(key)
+    return v if isinstance(v, dict) else {}
+
+
 def _amdsmi_unique_id(g: Dict[str, Any]) -> Optional[str]:
     """ROCm's 64-bit unique id, the `GPU-<16 hex>` of rocminfo: the ASIC serial, else the HIP_UUID,
     else the id inside amd-smi's UUID (aabbdddd-0000-1000-80cc-eeeeeeeeeeee -> aacc eeeeeeeeeeee, as
     the AMD blog's MI300X and MI325X outputs show). All zeros (APUs) is no id."""
-    asic = g.get("ASIC") if isinstance(g.get("ASIC"), dict) else {}
-    serial = _val(asic.get("ASIC_SERIAL"))
+    serial = _val(_section(g, "ASIC").get("ASIC_SERIAL"))
     hexid = None
     if serial and re.fullmatch(r"0x[0-9a-fA-F]{16}", serial):
         hexid = serial[2:].lower()
@@ -626,9 +630,7 @@ def parse_amd_smi(text: str) -> List[SmiCard]:
     out = []
     for idx in sorted(gpus):
         g = gpus[idx]
-        asic = g.get("ASIC") if isinstance(g.get("ASIC"), dict) else {}
-        bus = g.get("BUS") if isinstance(g.get("BUS"), dict) else {}
-        vram = g.get("VRAM") if isinstance(g.get("VRAM"), dict) else {}
+        asic, bus, vram = _section(g, "ASIC"), _section(g, "BUS"), _section(g, "VRAM")
         gfx = _val(asic.get("TARGET_GRAPHICS_VERSION"))
         node = _val(g.get("NODE_ID")) or _val(g.get("HSA_ID"))
         cu = _val(asic.get("NUM_COMPUTE_UNITS"))
