@@ -91,6 +91,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
                 "pci_device_id": _s(g.get("pci_device_id")),
                 "pci_bus_id": _s(g.get("pci_bus_id")),
                 "sources": _strs(g.get("sources")),
+                "uuid": _s(g.get("uuid")),
+                "kfd_node": _i(g.get("kfd_node")),
             }
         )
     platforms = []
@@ -234,9 +236,11 @@ def _amd(gpus: List[Dict[str, Any]]) -> Dict[str, Any]:
             "gfx": g.get("gfx_target") or g.get("runtime_gfx_target"),
             "runtime_gfx": g.get("runtime_gfx_target"),
             "integrated": bool(g.get("integrated")),
+            "index": i,  # the position among the AMD GPUs: ROCm's device index (ROCR_VISIBLE_DEVICES)
+            "uuid": g.get("uuid"),
+            "node": g.get("kfd_node"),
         }
-        for g in gpus
-        if g.get("vendor") == "amd"
+        for i, g in enumerate(g for g in gpus if g.get("vendor") == "amd")
     ]
     targets = [g for g in amd if not g["integrated"]] or amd
     return {

@@ -67,6 +67,12 @@ SPECS: Dict[str, CaptureSpec] = {
             alt_paths=("/opt/rocm/bin/rocm-smi",),
         ),
         CaptureSpec("rocm-version.txt", path="/opt/rocm/.info/version", systems=("Linux",)),
+        # -- AMD: amd-smi, rocm-smi's successor (Linux only: TheRock lists amdsmi as unsupported on
+        # Windows). The --json forms carry the same fields; a pip-installed ROCm puts amd-smi in the
+        # venv's bin, which is on PATH when that venv is active.
+        *(CaptureSpec(f"amd-smi-{sub}.{ext}", argv=("amd-smi", sub) + (("--json",) if ext == "json" else ()),
+                      systems=("Linux",), timeout=15.0, alt_paths=("/opt/rocm/bin/amd-smi",))
+          for sub in ("list", "static") for ext in ("txt", "json")),
         CaptureSpec("kfd-topology.txt", internal="kfd-topology", systems=("Linux",)),
         CaptureSpec("lspci.txt", argv=("lspci", "-nn"), systems=("Linux",)),
         CaptureSpec("drm-drivers.txt", internal="drm-drivers", systems=("Linux",)),

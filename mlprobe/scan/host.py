@@ -428,7 +428,10 @@ class ReplayHost:
 
     def _infer_system(self) -> Optional[str]:
         names = set(self.names())
-        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt"}:
+        # The KFD topology is Linux's; TheRock lists amd-smi as unsupported on Windows.
+        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt",
+                    "kfd-topology.txt", "amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json",
+                    "amd-smi-static.json"}:
             return "Linux"
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:
