@@ -125,7 +125,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
         "python": {"version": _s(py.get("version")), "machine": _s(py.get("machine"))},
         "gpus": gpus,
         "runtimes": {
-            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version"))}
+            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
+                     "kernel_module": _s(cuda.get("kernel_module"))}
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
@@ -220,6 +221,7 @@ def _nvidia(gpus: List[Dict[str, Any]], cuda_rt: Dict[str, Any], kb: Kb) -> Dict
         "gpus": nv,
         "driver": driver,
         "cuda_version": _major_minor(cuda_rt.get("version")),
+        "kernel_module": cuda_rt.get("kernel_module"),
         "mig": any(g["mig"] for g in nv),
         "names": [g["name"] for g in nv],
         "undriven": [{"name": g.get("name"), "pci_bus_id": g.get("pci_bus_id")} for g in undriven],

@@ -545,6 +545,16 @@ def parse_proc_driver_version(text: str) -> str:
     return m.group(1)
 
 
+def kernel_module_flavour(text: str) -> Optional[str]:
+    """'open' for "NVIDIA UNIX Open Kernel Module ...", 'proprietary' for "NVIDIA UNIX x86_64 Kernel
+    Module ..." (the flavour decides which GPUs the driver can drive: knowledge/nvidia_gpus.json
+    `kernel_modules`); None when the line is not there."""
+    m = re.search(r"NVRM version:[^\n]*?Kernel Module", clean_text(text))
+    if not m:
+        return None
+    return "open" if re.search(r"\bOpen Kernel Module\b", m.group(0)) else "proprietary"
+
+
 # -- knowledge --------------------------------------------------------------------------------
 
 
@@ -561,6 +571,22 @@ def lookup_name(name: Optional[str]) -> Optional[Dict[str, Any]]:
 def compute_capability_for(name: Optional[str]) -> Optional[str]:
     row = lookup_name(name)
     return str(row["compute_capability"]) if row else None
+
+
+def compute_capability_for_truncated(prefix: Optional[str]) -> Optional[str]:
+    """The compute capability of a name nvidia-smi's table cut short ("NVIDIA GeForce RTX 5070 ..."),
+    only where the matching row's pattern ends before the cut, at a space: the model number is
+    whole, so the missing tail ("Ti", "Laptop GPU") can only be a variant of the same chip family."""
+    if not prefix:
+        return None
+    clean = " ".join(prefix.replace("_", " ").split()) + " "
+    row = kb.nvidia_name_row(kb.rows("nvidia_gpus", "compute_capability_by_name"), clean)
+    if row is None:
+        return None
+    m = re.search(str(row["pattern"]), clean, re.I)
+    if m is None or m.end() >= len(clean) - 1 or not clean[m.end()].isspace():
+        return None
+    return str(row["compute_capability"])
 
 
 def integrated_for(name: Optional[str]) -> Optional[bool]:
@@ -650,6 +676,8 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     notes: List[str] = []
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
+    elif cc is None:
+        cc = compute_capability_for_truncated(g.name)
     if cc is None and g.architecture:
         cc = compute_capability_for_architecture(g.architecture)
     arch = g.architecture or architecture_for(cc)
@@ -709,6 +737,7 @@ def probe(host: Host) -> Contribution:
         except ParseError as exc:
             errors.append(f"{name}: {exc}")
     kernel_driver = parse_capture(host, "proc-driver-nvidia-version.txt", parse_proc_driver_version, errors)
+    flavour = kernel_module_flavour(host.get("proc-driver-nvidia-version.txt").text()) if kernel_driver else None
     gpus = _combine(reports)
     topo_warnings: List[str] = []
     # Live, the matrix is asked for only where nvidia-smi listed GPUs; a bundle may hold it alone.
@@ -734,6 +763,8 @@ def probe(host: Host) -> Contribution:
         out.os = OsFacts(system="Windows")
     if driver or cuda or topology:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
+        if flavour:
+            out.runtimes["cuda"]["kernel_module"] = flavour
         if topology:
             out.runtimes["cuda"]["topology"] = topology
     out.warnings.extend(topo_warnings)
@@ -758,6 +789,7 @@ __all__ = [
     "compute_capability_for",
     "cuda_for_driver",
     "integrated_for",
+    "kernel_module_flavour",
     "parse_proc_driver_version",
     "parse_smi_q",
     "parse_smi_query_csv",
