@@ -62,6 +62,7 @@ class NvGpu:
     index: Optional[int] = None
     name: Optional[str] = None
     name_truncated: bool = False
+    cut_at_word: bool = False  # the table cut the name at a space ("RTX 5070 ..."), not inside a word
     uuid: Optional[str] = None
     pci_bus_id: Optional[str] = None
     pci_device_id: Optional[str] = None
@@ -79,6 +80,7 @@ class NvGpu:
 class SmiReport:
     driver_version: Optional[str] = None
     cuda_version: Optional[str] = None
+    smi_version: Optional[str] = None  # the table header's "NVIDIA-SMI x.y" (differs from the driver in WSL2)
     gpus: List[NvGpu] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
@@ -179,7 +181,8 @@ def _merge_gpu(a: NvGpu, b: NvGpu) -> NvGpu:
             if vb and (va is None or (a.name_truncated and not b.name_truncated)):
                 changes["name"] = vb
                 changes["name_truncated"] = b.name_truncated
-        elif f.name == "name_truncated":
+                changes["cut_at_word"] = b.cut_at_word
+        elif f.name in ("name_truncated", "cut_at_word"):
             continue
         elif f.name == "mig_devices":
             if vb and not va:
@@ -447,6 +450,7 @@ def parse_smi_query_csv(text: str) -> SmiReport:
 
 # -- nvidia-smi (plain table) ------------------------------------------------------------------------------
 
+_TABLE_SMI = re.compile(r"NVIDIA-SMI\s+(\d+(?:\.\d+)+)")
 _TABLE_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
 _TABLE_CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\d+\.\d+)")
 _ROW_HEAD = re.compile(r"^\s*(\d{1,3})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
@@ -474,6 +478,8 @@ def parse_smi_table(text: str) -> SmiReport:
     rep.driver_version = m.group(1) if m else None
     m = _TABLE_CUDA.search(text)
     rep.cuda_version = _cuda_version(m.group(1)) if m else None
+    m = _TABLE_SMI.search(text)
+    rep.smi_version = m.group(1) if m else None
     lines = text.split("\n")
     in_mig = False
     mig_seen: Dict[int, set[Tuple[str, ...]]] = {}
@@ -507,6 +513,7 @@ def parse_smi_table(text: str) -> SmiReport:
                 index=int(head.group(1)),
                 name=name,
                 name_truncated=truncated,
+                cut_at_word=truncated and head.group(2).rstrip().endswith(" ..."),
                 pci_bus_id=normalise_bus_id(bus_match.group(0)),
                 driver_model=model if model in ("WDDM", "TCC", "MCDM") else None,
             )
@@ -579,12 +586,12 @@ def compute_capability_for_truncated(prefix: Optional[str]) -> Optional[str]:
     whole, so the missing tail ("Ti", "Laptop GPU") can only be a variant of the same chip family."""
     if not prefix:
         return None
-    clean = " ".join(prefix.replace("_", " ").split()) + " "
+    clean = " ".join(prefix.replace("_", " ").split())
     row = kb.nvidia_name_row(kb.rows("nvidia_gpus", "compute_capability_by_name"), clean)
     if row is None:
         return None
     m = re.search(str(row["pattern"]), clean, re.I)
-    if m is None or m.end() >= len(clean) - 1 or not clean[m.end()].isspace():
+    if m is None or (m.end() < len(clean) and not clean[m.end()].isspace()):
         return None
     return str(row["compute_capability"])
 
@@ -676,7 +683,7 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     notes: List[str] = []
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
-    elif cc is None:
+    elif cc is None and g.cut_at_word:
         cc = compute_capability_for_truncated(g.name)
     if cc is None and g.architecture:
         cc = compute_capability_for_architecture(g.architecture)
@@ -750,9 +757,11 @@ def probe(host: Host) -> Contribution:
         return out
     driver = next((r.driver_version for _, r in reports if r.driver_version), None) or kernel_driver
     windows = system == "Windows" or any(g.driver_model in ("WDDM", "TCC", "MCDM") for g in gpus)
+    smi = next((r.smi_version for _, r in reports if r.smi_version), None)
+    wsl = bool(smi and driver and smi != driver)  # WSL2: the Linux nvidia-smi over the Windows driver
     cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
     if cuda is None:
-        cuda = cuda_for_driver(driver, "Windows" if windows else system)
+        cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
     if topology is not None:  # each GPU with its row of `nvidia-smi topo -m`
         out.gpus = [replace(g, topology=t.topology) for g, t in zip(out.gpus, topo_gpus)] + topo_gpus[len(out.gpus):]
@@ -770,6 +779,17 @@ def probe(host: Host) -> Contribution:
     out.warnings.extend(topo_warnings)
     for _, rep in reports:
         out.warnings.extend(rep.notes)
+    if wsl and smi and driver:
+        # Native Linux and Windows print one number twice; WSL2's nvidia-smi is the Linux build of the
+        # tool over the Windows driver, so its own version differs from the (Windows) driver's.
+        out.runtimes.setdefault("cuda", {"driver_version": driver, "version": cuda})["smi_version"] = smi
+        out.warnings.append(
+            f"nvidia-smi {smi} reports the Windows driver {driver}: this is WSL2, where the GPU is the "
+            "Windows driver's (keep the Windows NVIDIA driver current; install no Linux display driver)")
+        if system is None and out.os is None:
+            from ..model.facts import OsFacts
+
+            out.os = OsFacts(system="Linux", wsl=True)
     if kernel_driver and driver and kernel_driver != driver:
         out.warnings.append(
             f"the NVIDIA kernel module is {kernel_driver} but nvidia-smi reports driver "
