@@ -323,7 +323,11 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
     metal = _metal(gpus, system, arch, cpu, inferred)
     dml = [g for g in gpus if "directml" in g.get("apis", [])]
     if not dml and (os_.get("wsl") or system == "Windows"):
-        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")]
+        # Only GPUs the Windows probe did not judge: where dxdiag or WMI was read, a GPU without
+        # "directml" failed its rule (no DirectX 12 feature level or DDI, a Windows build before
+        # 1709, no vendor driver) and stays without.
+        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")
+               and "windows" not in (g.get("sources") or [])]
     usb = report["usb_accelerators"]
     kinds = sorted({str(u.get("kind") or "") for u in usb} - {""})
     if (

@@ -499,5 +499,3 @@ def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
         return Outcome(True)
     return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])
 
-
-from . import predicates_hw  # noqa: E402,F401  (registers the hardware tests)

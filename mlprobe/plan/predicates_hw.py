@@ -1,14 +1,14 @@
 """Named tests about the hardware's own road ahead: NVIDIA driver branches and kernel-module flavours,
 DirectML's status and successors, and CPUs whose SIMD flags are unknown. Each reads sourced
 knowledge tables (nvidia_gpus.json, torch_wheels.json, directml.json, cpu_families.json) and writes its own sentences. Importing this module registers the
-tests in mlprobe.plan.conditions.TESTS (mlprobe.plan.predicates imports it)."""
+tests in mlprobe.plan.conditions.TESTS (mlprobe.plan.rules imports it)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any, Dict, List, Optional
 
-from .conditions import Ctx, Kb, Outcome, cc_tuple, lookup, test
+from .conditions import Ctx, Kb, Outcome, lookup, test
 from .predicates import arch_coverage
 from ..model.knowledge import version
 
@@ -128,3 +128,17 @@ def _nvidia_kernel_module_fits(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Opti
                     f"are loaded (/proc/driver/nvidia/version): {fix}")
             break
     return out
+
+
+@test("directml_successors")
+def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """DirectML is no longer developed (directml.json `facts`, `successors`): say so, and name the
+    successors that exist for this machine's GPUs."""
+    gpus = lookup(ctx, "directml.gpus") or []
+    vendors = {str(g.get("vendor")) for g in gpus} | {str(g.get("vendor")) for g in lookup(ctx, "gpus") or []}
+    names = [str(r["text"]) for r in _rows(kb, "directml", "successors")
+             if r.get("vendor") == "any" or r.get("vendor") in vendors]
+    text = "DirectML is no longer developed (Microsoft keeps it in sustained engineering; torch-directml stays at 0.2.5 with torch 2.4.1)"
+    if names:
+        text += "; the maintained roads for this machine: " + "; ".join(names)
+    return Outcome(True, warnings=[text])
