@@ -127,7 +127,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
         "python": {"version": _s(py.get("version")), "machine": _s(py.get("machine"))},
         "gpus": gpus,
         "runtimes": {
-            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version"))}
+            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
+                     "kernel_module": _s(cuda.get("kernel_module"))}
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
@@ -222,6 +223,7 @@ def _nvidia(gpus: List[Dict[str, Any]], cuda_rt: Dict[str, Any], kb: Kb) -> Dict
         "gpus": nv,
         "driver": driver,
         "cuda_version": _major_minor(cuda_rt.get("version")),
+        "kernel_module": cuda_rt.get("kernel_module"),
         "mig": any(g["mig"] for g in nv),
         "names": [g["name"] for g in nv],
         "undriven": [{"name": g.get("name"), "pci_bus_id": g.get("pci_bus_id")} for g in undriven],
@@ -325,7 +327,11 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
     metal = _metal(gpus, system, arch, cpu, inferred)
     dml = [g for g in gpus if "directml" in g.get("apis", [])]
     if not dml and (os_.get("wsl") or system == "Windows"):
-        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")]
+        # Only GPUs the Windows probe did not judge: where dxdiag or WMI was read, a GPU without
+        # "directml" failed its rule (no DirectX 12 feature level or DDI, a Windows build before
+        # 1709, no vendor driver) and stays without.
+        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")
+               and "windows" not in (g.get("sources") or [])]
     usb = report["usb_accelerators"]
     kinds = sorted({str(u.get("kind") or "") for u in usb} - {""})
     if (

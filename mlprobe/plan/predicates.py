@@ -113,6 +113,15 @@ def arch_coverage(archs: Sequence[str], cc: str) -> Optional[str]:
     return "ptx" if via_ptx else None
 
 
+def series_covering(cc: str, kb: Kb) -> List[str]:
+    """The wheel series (cu126, cu128, ...) whose x86_64 builds carry code for `cc`, oldest first."""
+    seen: Dict[str, str] = {}
+    for r in (kb.get("torch_wheels") or {}).get("cuda") or []:
+        if r.get("archs") and arch_coverage(r["archs"], cc) is not None:
+            seen.setdefault(str(r["index"]), str(r.get("cuda", "")))
+    return sorted(seen, key=lambda idx: version(seen[idx]) or version("0"))  # type: ignore[arg-type, return-value]
+
+
 @test("cuda_archs_cover")
 def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
     archs = resolve(cond["archs"], ctx, row) or []
@@ -157,7 +166,11 @@ def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
                 )
             continue
         out.value = False
-        out.reasons.append(f"{label} are built for {shown}; {name} is {sm}")
+        why = f"{label} are built for {shown}; {name} is {sm}"
+        covering = series_covering(cc, kb)
+        if covering:
+            why += f" (PyTorch's {', '.join(covering)} wheels carry code for {sm})"
+        out.reasons.append(why)
     return out
 
 
@@ -601,3 +614,4 @@ def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     if hit.get("pip"):
         return Outcome(True)
     return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])
+

@@ -105,6 +105,13 @@ SPECS: Dict[str, CaptureSpec] = {
         # py-cpuinfo's get_cpu_info(), as JSON: the CPU source where /proc/cpuinfo, lscpu and sysctl
         # are not (Windows); the CPU probe asks for it only then
         CaptureSpec("py-cpuinfo.json", internal="py-cpuinfo", timeout=20.0),
+        # -- Intel oneAPI tools (one block) --
+        # oneAPI's device list (every backend) and Intel's GPU manager; both list Intel GPUs that
+        # the DRM cards (Linux only) cannot name, on Windows too.
+        CaptureSpec("sycl-ls.txt", argv=("sycl-ls",), timeout=20.0,
+                    alt_paths=("/opt/intel/oneapi/compiler/latest/bin/sycl-ls",)),
+        CaptureSpec("xpu-smi-discovery.txt", argv=("xpu-smi", "discovery"), systems=("Linux", "Windows"),
+                    timeout=20.0),
         # Only ever read from bundles (users paste these into tickets):
         CaptureSpec("collect_env.txt", internal="never"),
         CaptureSpec("pip-list.txt", internal="never"),
