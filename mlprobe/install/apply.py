@@ -190,6 +190,10 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     for c in plan.commands:
         steps.append(Step("note", "the recipe's own command (shown, not run)", c))
     fw = _verify_framework(plan)
+    if fw and plan.device and plan.device.lower() != "cpu" and env.mode != "replay":
+        steps.append(Step("check", f"{fw}'s own device list, in the environment activate gives, must hold "
+                          f"{plan.device}; if not, a known fix inside the environment is applied and checked "
+                          "again, else the install rolls back (--keep-without-device keeps it)"))
     if fw and env.mode != "replay":
         steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
     return steps
