@@ -10,6 +10,7 @@ be written is said, and does not undo a working install).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +60,7 @@ def inherited_constraints(python: str, pip_cmd: Sequence[str]) -> Tuple[List[str
     and PIP_CONSTRAINT when set (it wins over any file)."""
     try:
         cp = run_quiet([*pip_cmd, "config", "list"], timeout=60.0, env=pip_env(Sources(use_pip_config=True)))
-    except Exception:
+    except (OSError, subprocess.SubprocessError):
         return [], None
     return pins.constraint_values(cp.stdout) if cp.returncode == 0 else ([], None)
 

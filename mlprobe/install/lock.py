@@ -307,7 +307,7 @@ def select(lock: Any, environment: Mapping[str, str], tags: Sequence[str]) -> Li
         parsed.extend(parse_tag(t))
     try:
         return list(lock.select(environment=dict(environment), tags=parsed))
-    except (pl.PylockSelectError, Exception) as exc:
+    except (pl.PylockSelectError, ValueError, KeyError) as exc:  # UndefinedEnvironmentName is a ValueError
         shown = ", ".join(list(tags)[:4]) + (", …" if len(tags) > 4 else "")
         raise StageError("the lock does not fit the target interpreter", why=f"{exc} (its tags: {shown})",
                          next_step="make the lock for this machine: `mlprobe bundle --replay REPORT` with "
