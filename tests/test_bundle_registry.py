@@ -105,3 +105,17 @@ def test_uv_or_pip_reads_the_lock_for_python_3_12(bundle: Path) -> None:
                 "--no-index"]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=bundle)
         assert r.returncode == 0 and "plaidml-keras" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_a_fleet_gets_one_bundle_per_group_of_identical_machines(tmp_path: Path) -> None:
+    fleet = ROOT / "fixtures" / "fleet-linux-nvidia-h200-one-node" / "fleet.json"
+    out = tmp_path / "fleet-bundles"
+    r = subprocess.run([sys.executable, "-m", "mlprobe", "bundle", "--fleet", str(fleet), "--recipe",
+                        "plaidml-keras", "-o", str(out), "--json"], capture_output=True, text=True, timeout=1200,
+                       env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    index = json.loads((out / "fleet-bundles.json").read_text())
+    [one] = index["bundles"]
+    assert one["recipe"] == "plaidml-keras" and len(one["nodes"]) == 1 and one["python_version"] == "3.12.3"
+    assert (out / one["folder"] / "pylock.toml").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == ["fleet-bundles"]
