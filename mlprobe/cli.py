@@ -1,4 +1,4 @@
-"""Command line: `mlprobe scan|capture|schema|plan|install|verify|report|diff|fleet|labels`.
+"""Command line: `mlprobe scan|capture|schema|plan|install|bundle|verify|report|diff|fleet|labels`.
 
 Each command lives in mlprobe/commands/<name>.py with `register(subparsers)`; the parser it adds
 sets `func(args) -> int`. Command modules import their heavy parts inside `func`, so that
@@ -15,7 +15,7 @@ from . import __version__
 if TYPE_CHECKING:
     import argparse
 
-COMMANDS = ["scan", "capture", "schema", "plan", "install", "verify", "report", "diff", "fleet", "labels",
+COMMANDS = ["scan", "capture", "schema", "plan", "install", "bundle", "verify", "report", "diff", "fleet", "labels",
             "completion"]
 
 EXIT_CODES_HELP = """exit codes:

@@ -176,7 +176,7 @@ def _torch_site() -> str:
 @pytest.mark.slow
 def test_install_rolls_back_when_the_framework_does_not_list_the_recipes_device(tmp_path: Path) -> None:
     """A recipe for torch on `cuda` into a venv whose torch is this machine's CPU build: the device
-    check fails after installing, E530 names the device, what torch lists and why, and the venv is as
+    check fails after installing, E540 names the device, what torch lists and why, and the venv is as
     it was; with --keep-without-device the install stays and says so."""
     from tests.pep503_server import IndexConfig, LocalIndex, sample_wheels
     from tests.test_install_transaction import assert_unchanged, cli, existing_env, recipe
@@ -205,7 +205,7 @@ def test_install_rolls_back_when_the_framework_does_not_list_the_recipes_device(
         cp = cli(work, "--recipe-file", str(rec), "--index-url", index.url, "--apply", "--no-verify",
                  "--venv", str(venv), "--installer", "pip")
         assert cp.returncode == 1, cp.stdout + cp.stderr
-        assert "[E530]" in cp.stderr and "torch does not list cuda in the new environment" in cp.stderr
+        assert "[E540]" in cp.stderr and "torch does not list cuda in the new environment" in cp.stderr
         assert "it lists cpu" in cp.stderr and "CPU-only build" in cp.stderr
         assert "--keep-without-device" in cp.stderr
         assert_unchanged(venv, py, freeze, tree)

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from tests.pep503_server import LocalIndex, free_port_url
+from mlprobe.install.lock import read_lock, sha256_of
+from mlprobe.install.pin import read_pins
+from tests.pep503_server import LocalIndex, build_wheel, free_port_url
 
 pytestmark = pytest.mark.slow
 
 TORCH = "torch==2.13.0"
+UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
 
 
 def _mlprobe_env(index_base: str, home: Path) -> Dict[str, str]:
@@ -50,27 +55,104 @@ def mirror(mirror_wheels: Path) -> Iterator[LocalIndex]:
         yield idx
 
 
-def test_torch_from_a_local_pytorch_mirror_installs_imports_and_verifies(
-        mirror: LocalIndex, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    r = subprocess.run([sys.executable, "-m", "mlprobe", "install", "--framework", "torch", "--apply",
-                        "--venv", str(venv), "--json"], capture_output=True, text=True, timeout=1500,
-                       env=_mlprobe_env(mirror.url, tmp_path), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    doc = json.loads(r.stdout)
+@dataclass
+class Installed:
+    """The one venv this module installs from the mirror (the later tests read and poke it)."""
+    venv: Path
+    doc: Dict[str, Any]
+    mirror_url: str
+    requests: List[str]
+    home: Path
+
+
+@pytest.fixture(scope="module")
+def installed(mirror_wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    home = tmp_path_factory.mktemp("mirror-install")
+    venv = home / "venv"
+    with LocalIndex(mirror_wheels, variant="cpu", max_requests=5000, lifetime_s=1500) as idx:
+        r = subprocess.run([sys.executable, "-m", "mlprobe", "install", "--framework", "torch", "--apply",
+                            "--venv", str(venv), "--json"], capture_output=True, text=True, timeout=1500,
+                           env=_mlprobe_env(idx.url, home), cwd=home)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return Installed(venv, json.loads(r.stdout), idx.url, list(idx.requests), home)
+
+
+def _torch_version(venv: Path) -> str:
+    version = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+                             capture_output=True, text=True, timeout=300)
+    return version.stdout.strip() or version.stderr[-1000:]
+
+
+def test_torch_from_a_local_pytorch_mirror_installs_imports_and_verifies(installed: Installed) -> None:
+    doc, venv = installed.doc, installed.venv
     assert doc["applied"] is True and doc["recipe"]["recipe"] == "torch-cpu"
-    assert doc["recipe"]["sources"]["index_url"] == mirror.url + "/cpu"
+    assert doc["recipe"]["sources"]["index_url"] == installed.mirror_url + "/cpu"
     assert doc["recipe"]["sources"]["origin"] == "recipe"
     # pip took torch from the mirror, not from anywhere else
     assert any(p.startswith("/whl/cpu/torch-2.13.0%2Bcpu") or p.startswith("/whl/cpu/torch-2.13.0+cpu")
-               for p in mirror.requests), mirror.requests[:20]
-    version = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
-                             capture_output=True, text=True, timeout=300)
-    assert version.stdout.strip() == "2.13.0+cpu", version.stderr[-1000:]
+               for p in installed.requests), installed.requests[:20]
+    assert _torch_version(venv) == "2.13.0+cpu"
     result = doc["result"]
     assert result["import_ok"] is True
     verdicts = [(x["framework"], x["device"], x["verdict"]) for x in result["verify"]["results"]]
     assert ("torch", "cpu", "CPU") in verdicts, verdicts
+
+
+@pytest.fixture(scope="module")
+def unlabelled_torch(installed: Installed) -> Path:
+    """A folder holding an unlabelled torch 2.13.0: a minimal wheel built here (only its name and
+    version matter to the pin), as the default index would offer `torch==2.13.0`."""
+    folder = installed.home / "unlabelled"
+    build_wheel(folder, "torch", "2.13.0")
+    return folder
+
+
+def test_the_install_keeps_torch_cpu_pinned_and_locked(installed: Installed, mirror_wheels: Path) -> None:
+    result = installed.doc["result"]
+    assert "torch==2.13.0+cpu" in result["pins"], result["pins"]
+    pinset = read_pins(installed.venv)
+    assert pinset is not None and pinset.pip_conf and pinset.uv_env
+    torch_pin = next(p for p in pinset.pins if p.name == "torch")
+    assert torch_pin.index == installed.mirror_url + "/cpu"
+    lock = read_lock(Path(result["lock"]))
+    torch = next(p for p in lock.packages if p.name == "torch")
+    assert str(torch.version) == "2.13.0+cpu"
+    wheel = next(mirror_wheels.glob("torch-2.13.0+cpu-*.whl"))
+    assert torch.wheels[0].hashes["sha256"] == sha256_of(wheel)
+    assert torch.wheels[0].url.startswith(installed.mirror_url + "/cpu/")
+
+
+def test_plain_pip_in_the_venv_refuses_the_unlabelled_torch(installed: Installed, unlabelled_torch: Path) -> None:
+    r = subprocess.run([str(installed.venv / "bin" / "python"), "-m", "pip", "install", "--force-reinstall",
+                        "--no-deps", "--no-index", "--find-links", str(unlabelled_torch), "torch==2.13.0"],
+                       capture_output=True, text=True, timeout=600, env=_plain_env())
+    assert r.returncode != 0, r.stdout[-2000:]
+    # pip merges the constraints it read (this machine's own cap among them) into one specifier
+    assert "==2.13.0+cpu" in r.stdout and "ResolutionImpossible" in r.stderr, r.stdout[-2000:]
+    assert _torch_version(installed.venv) == "2.13.0+cpu"
+
+
+@pytest.mark.skipif(not os.path.exists(UV), reason="uv is not installed")
+def test_uv_in_the_activated_venv_refuses_the_unlabelled_torch(installed: Installed,
+                                                               unlabelled_torch: Path) -> None:
+    script = ('source "$1" && exec "$2" pip install --reinstall --no-deps --no-index --find-links "$3" '
+              '"torch==2.13.0"')
+    r = subprocess.run(["bash", "-c", script, "_", str(installed.venv / "bin" / "activate"), UV,
+                        str(unlabelled_torch)], capture_output=True, text=True, timeout=600, env=_plain_env())
+    assert r.returncode != 0, r.stderr[-2000:]
+    assert "2.13.0+cpu" in r.stderr and "unsatisfiable" in r.stderr, r.stderr[-2000:]
+    assert _torch_version(installed.venv) == "2.13.0+cpu"
+
+
+def _plain_env() -> Dict[str, str]:
+    """A person's shell: no constraint set, nothing cached, and none of this machine's own
+    find-links (which hold the +cpu wheel) so that the unlabelled one is all pip is offered."""
+    env = dict(os.environ)
+    for k in ("PIP_CONSTRAINT", "UV_CONSTRAINT", "VIRTUAL_ENV"):
+        env.pop(k, None)
+    env.update({"PIP_NO_CACHE_DIR": "1", "UV_NO_CACHE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "PIP_FIND_LINKS": " ", "PIP_EXTRA_INDEX_URL": " "})
+    return env
 
 
 def test_mirror_down_stops_before_creating_anything(tmp_path: Path) -> None:

@@ -62,6 +62,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--python", metavar="X.Y",
                    help="the Python version of the new environment (pythonX.Y on PATH, or a pyenv install), "
                         "or the path of an interpreter")
+    p.add_argument("--from-lock", metavar="FILE", type=Path,
+                   help="install exactly the files of a pylock.toml (from `install --apply` or `mlprobe bundle`), "
+                        "their sha256 checked; the stack it was made for is set up and verified")
+    p.add_argument("--unpin", metavar="VENV", type=Path,
+                   help="lift the build pins mlprobe keeps in that venv (pip and uv may replace the build again)")
     add_replay(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     src = p.add_argument_group("sources (see below)")
@@ -130,6 +135,10 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     from ..errors import EXIT_USAGE, MlprobeError
     from ..install.steps import pick_recommendation, recommendation_from_file
 
+    if getattr(args, "from_lock", None):
+        from .lock import recommendation_from_lock
+
+        return recommendation_from_lock(args.from_lock), None, False
     if args.recipe_file:
         from ..scan.capture import UnreadableFile, read_regular
 
@@ -244,11 +253,22 @@ def run(args: argparse.Namespace) -> int:
 
     if args.recover:
         return _recover_all(args)
+    if args.unpin:
+        from .lock import unpin_command
+
+        return unpin_command(args)
     if args.log is not None:
         _check_log(Path(args.log))
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)
+    if args.from_lock:
+        if replay:
+            from ..errors import EXIT_USAGE, MlprobeError
+
+            raise MlprobeError("--from-lock with --replay", why="a lock is installed on the machine it is for",
+                               next_step="leave out --replay", ref="E532", exit_code=EXIT_USAGE)
+        plan.lock_file = str(Path(args.from_lock).expanduser().absolute())
     overrides = _overrides(report)
     if overrides and not args.json:
         from .. import ui

@@ -21,7 +21,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
-from . import activate
+from . import activate, keep
+from .lock import LOCK_NAME
+from .pin import PinSet
 from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .proc import StepTimeout, Transcript, run_logged, run_quiet
@@ -166,7 +168,13 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
                           "if anything fails"))
     elif env.mode == "system":
         steps.append(Step("venv", f"install into the interpreter {env.python} itself (--system)"))
-    if backend is not None:
+    if plan.lock_file:
+        shown_lock = Backend(backend.name, py, backend.pip, backend.uv).display(
+            plan.pip_args, plan.sources) if backend is not None else None
+        steps.append(Step("install", f"install the files of the lock {plan.lock_file} from "
+                          f"{plan.sources.describe()} (exact versions, sha256 checked, no other dependency)",
+                          shown_lock))
+    elif backend is not None:
         shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args,
                                                                              plan.sources)
         steps.append(Step("install", f"install {len(packages)} requirement(s) with {backend.name} from "
@@ -204,6 +212,12 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
     """Everything that can be known before installing. Writes nothing to disk."""
     say = on_progress or (lambda _s: None)
     env = choose_target(opts, plan, report, replay)
+    if plan.lock_file and plan.lock_requirements is None and env.python:
+        say(f"reading the lock {plan.lock_file}")
+        req, _lock, lines = keep.requirements_from_lock(Path(plan.lock_file), env.python, env.target.tags)
+        plan.lock_requirements = str(req)
+        plan.pip_args += ["--no-deps", "--require-hashes", "-r", str(req)]
+        plan.notes.append(f"from the lock: {len(lines)} file(s), each checked against its sha256")
     if plan.python_spec:
         try:
             if not SpecifierSet(plan.python_spec).contains(env.target.python_version, prereleases=True):
@@ -223,10 +237,10 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
                              next_step="leave out --installer uv", ref="E513", kind="usage")
     pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
-    packages = list(plan.packages)
+    packages = [] if plan.lock_requirements else list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
     other_python = env.mode == "replay"
-    if plan.variant_label and plan.sources.origin != "recipe":
+    if plan.variant_label and plan.sources.origin != "recipe" and not plan.lock_requirements:
         say(f"looking for the +{plan.variant_label} builds in {plan.sources.describe()}")
         try:
             packages, notes = pin_variants(pip_cmd, packages, plan.variant_label, plan.sources,
@@ -299,13 +313,20 @@ class ApplyResult:
     verify_error: Optional[str] = None
     seconds: float = 0.0
     device_note: Optional[str] = None  # kept although the framework does not list the device
+    pins: Tuple[str, ...] = ()  # the builds kept (pin.py), as name==version
+    pins_file: Optional[str] = None
+    lock: Optional[str] = None  # the pylock.toml written (lock.py)
+    lock_error: Optional[str] = None
+    remarks: Tuple[str, ...] = ()
 
     def to_dict(self) -> Dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "python": self.python,
                 "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
                 "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1),
-                "device_note": self.device_note}
+                "device_note": self.device_note,
+                "pins": list(self.pins), "pins_file": self.pins_file, "lock": self.lock,
+                "lock_error": self.lock_error, "remarks": list(self.remarks)}
 
 
 def default_log_path(recipe: str) -> Path:
@@ -398,6 +419,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     scripts_written: List[str] = []
     import_ok = False
     device_note: Optional[str] = None
+    pinset: Optional[PinSet] = None
+    remarks: List[str] = []
     try:
         with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
@@ -416,6 +439,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             backend = choose_backend(opts.installer, plan.sources, python, info.has_pip,
                                      needs_pip(plan.sources, plan.variant_label))
             txn.begin()
+            if env.path is not None:
+                keep.lift_pins(env.path, txn, transcript)
             if pre.resolution is not None and pre.resolution.ok:
                 txn.protect_dists(installed_names(pre.resolution.dists))
             progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}")
@@ -458,6 +483,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 device_note, fixed_scripts = _device_check(plan, env, info, python, check_env, txn,
                                                            transcript, progress, opts)
                 scripts_written = sorted(set(scripts_written) | set(fixed_scripts))
+            if env.path is not None:
+                pinset, remarks = keep.pin_installed(plan, python, env.path, backend.pip or keep.running_pip(),
+                                                     txn, transcript)
+                progress.done(f"pinned {', '.join(p.requirement for p in pinset.pins)} in {pinset.file}")
     except KeyboardInterrupt as exc:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
         how = (f"stopped by {signal.Signals(exc.signum).name}" if isinstance(exc, Stopped)
@@ -478,6 +507,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
     dists = pre.resolution.dists if pre.resolution else []
+    lock_path, lock_error = _write_lock(plan, env, python, backend, [d.name for d in dists], log_path, transcript,
+                                        progress)
     verify_doc: Optional[Dict[str, Any]] = None
     verify_error: Optional[str] = None
     if opts.verify:
@@ -489,7 +520,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        installed=tuple(f"{d.name}=={d.version}" for d in dists),
                        activate_scripts=tuple(scripts_written), log=log_path, import_ok=import_ok,
                        verify=verify_doc, verify_error=verify_error,
-                       seconds=time.perf_counter() - started, device_note=device_note)
+                       seconds=time.perf_counter() - started,
+                       pins=tuple(p.requirement for p in pinset.pins) if pinset else (),
+                       pins_file=str(pinset.file) if pinset else None, lock=lock_path, lock_error=lock_error,
+                       remarks=tuple(remarks), device_note=device_note)
 
 
 def _write_activate(plan: InstallPlan, info: Interpreter, txn: Transaction, transcript: Transcript) -> List[str]:
@@ -564,7 +598,7 @@ def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: 
                      why=f"it lists {listed}; {diag.cause}",
                      next_step=(diag.next_step + "; " if diag.next_step else "")
                      + "to keep the environment without that device: --keep-without-device",
-                     ref="E530", kind="failure")
+                     ref="E540", kind="failure")
 
 
 def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Transaction,
@@ -593,6 +627,26 @@ def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Tran
                       env=dict(os.environ, **env))
         transcript.note(f"vendors folder {path}: {', '.join(p.name for p in sorted(path.glob('*.icd')))}"
                         + (f" ({r.stderr.strip()[-200:]})" if r.returncode != 0 else ""))
+
+
+def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, names: List[str],
+                log_path: Path, transcript: Transcript, progress: Progress) -> Tuple[Optional[str], Optional[str]]:
+    """(the lock written, or None and why not): a lock that cannot be made does not undo the install."""
+    dest = env.path / LOCK_NAME if env.path is not None else \
+        log_path.with_name(log_path.stem.replace("install-", "pylock.", 1) + ".toml")
+    progress.step(f"writing the lock {dest}")
+    try:
+        out = keep.lock_installed(plan, python, names, backend.pip or keep.running_pip(), dest, transcript)
+    except StageError as exc:
+        transcript.note(f"no lock written: {exc.what} ({exc.why})")
+        progress.done(f"no lock written: {exc.what}", ok=False)
+        return None, f"{exc.what}: {exc.why}" if exc.why else exc.what
+    except Exception as exc:  # the network, a file system: the install itself stands
+        transcript.note(f"no lock written: {exc}")
+        progress.done("no lock written", ok=False)
+        return None, str(exc)[:300]
+    progress.done(f"lock written: {out}")
+    return str(out), None
 
 
 def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:

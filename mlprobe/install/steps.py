@@ -78,10 +78,19 @@ class InstallPlan:
     pip_args: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    # the recommendation as `plan --json` prints it (kept in the lock written after --apply)
+    recommendation: Dict[str, Any] = field(default_factory=dict)
+    # --from-lock: a hashed requirements file of the lock's files, installed instead of `packages`
+    lock_requirements: Optional[str] = None
+    lock_file: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
         d["sources"] = self.sources.to_dict()
+        d.pop("recommendation", None)  # the plan's own entry: shown by `mlprobe plan --json`
+        for k in ("lock_requirements", "lock_file"):
+            if d.get(k) is None:
+                d.pop(k, None)
         return d
 
 
@@ -239,4 +248,5 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
         imports=imports,
         verify_framework=rec.verify.framework,
         warnings=list(rec.warnings),
+        recommendation=rec.to_json(),
     )
