@@ -115,28 +115,26 @@ def _child_doc(mode: str, env_extra: dict) -> bytes:
     return subprocess.run(_early.child_argv(), env=env, capture_output=True, timeout=60, check=True).stdout
 
 
-@pytest.mark.parametrize("extra", [{}, {"OCL_ICD_VENDORS": "/nonexistent-vendors"}])
-def test_the_loader_through_ctypes_gives_the_document_the_binding_gives(extra: dict) -> None:
+def test_the_loader_through_ctypes_gives_the_document_the_binding_gives() -> None:
     """The default child calls pyopencl's bundled ICD loader through ctypes (no numpy import); its
     document is byte for byte the one pyopencl's binding and a full `import pyopencl` give."""
     _bundled_pocl()
-    fast = _child_doc("", extra)
-    if not extra:  # the bundled PoCL is found without the binding's RPATH
-        assert json.loads(fast)["platforms"], fast
-    assert fast == _child_doc("binding", extra) == _child_doc("full", extra)
+    fast = _child_doc("", {})
+    assert json.loads(fast)["platforms"], fast  # the bundled PoCL is found without the binding's RPATH
+    assert fast == _child_doc("binding", {}) == _child_doc("full", {})
 
 
-def test_no_platform_reads_as_absent_on_every_path(tmp_path: Path) -> None:
-    """With no ICD at all (an empty vendors folder and a pyopencl home without the wheel's PoCL),
-    every path says the same: no platform, absent."""
+def test_no_platform_reads_as_absent_as_with_a_full_import(tmp_path: Path) -> None:
+    """With no ICD the loader can load (OCL_ICD_VENDORS names a folder that is not there), the child says what
+    `import pyopencl` says: no platform, absent. (The bare binding's error has no words, only an
+    object's repr, so it read as an error.)"""
     _bundled_pocl()
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    docs = [json.loads(_child_doc(m, {"OCL_ICD_VENDORS": str(empty), "PYOPENCL_HOME": str(empty)}))
-            for m in ("", "binding")]
-    assert docs[0] == docs[1]
-    assert docs[0]["absent"] is True and docs[0]["platforms"] == []
-    assert "PLATFORM_NOT_FOUND" in docs[0]["error"]
+    env = {"OCL_ICD_VENDORS": str(tmp_path / "absent")}
+    fast = _child_doc("", env)
+    assert fast == _child_doc("full", env)
+    doc = json.loads(fast)
+    assert doc["absent"] is True and doc["platforms"] == []
+    assert "PLATFORM_NOT_FOUND" in doc["error"]
 
 
 def test_a_pyopencl_without_a_bundled_loader_uses_the_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
