@@ -155,8 +155,8 @@ class LiveHost:
         early = _early.take_command(name, [exe] + argv[1:]) if self._env is os.environ else None
         try:
             if early is not None:
-                proc, began = early
-                returncode, stdout, stderr = finish_argv(proc, max(0.1, timeout - (time.perf_counter() - began)))
+                started, began = early
+                returncode, stdout, stderr = finish_argv(started, max(0.1, timeout - (time.perf_counter() - began)))
             else:
                 returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
         except subprocess.TimeoutExpired:

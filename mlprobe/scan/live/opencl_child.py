@@ -159,14 +159,15 @@ class _CtypesCL(object):
         return buf.raw[:size.value]
 
     def text(self, fn: Any, obj: Any, param: int) -> str:
-        raw = self._raw(fn, obj, param)
+        raw: bytes = self._raw(fn, obj, param)
         return raw[:-1].decode("utf-8", "replace") if raw.endswith(b"\0") else raw.decode("utf-8", "replace")
 
     def number(self, obj: Any, param: int, fmt: str) -> int:
         import struct
 
         raw = self._raw(self.get_device_info, obj, param)
-        return int(struct.unpack("=" + fmt, raw[:struct.calcsize(fmt)])[0])
+        value: int = struct.unpack("=" + fmt, raw[:struct.calcsize(fmt)])[0]
+        return int(value)
 
 
 def _safe(fn: Any, *args: Any) -> Any:
