@@ -41,6 +41,9 @@ class DeviceResult(Contract):
     total_memory_bytes: Optional[int] = field(default=None, metadata=OPTIONAL_KEY)
     experimental: Optional[bool] = field(default=None, metadata=OPTIONAL_KEY)
     cpu_note: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    # the relative spread of the timed repeats behind speed.images_per_s (median absolute deviation
+    # over the median: 0.01 = 1 %), where the speed stage measured one
+    speed_spread: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)
 
 
 @contract
@@ -92,6 +95,7 @@ class CpuFigure(Contract):
     seconds_per_epoch: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)
     device: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
     speed: Record = field(default=None, metadata=OPTIONAL_KEY)
+    spread: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)  # as DeviceResult.speed_spread
 
 
 @contract

@@ -274,6 +274,8 @@ def device_record(run: _FrameworkRun, did: str) -> Dict[str, Any]:
             rec[k] = meta[k]
     if run.fw == "plaidml" and meta.get("kind") == "cpu":
         rec["cpu_note"] = PLAIDML_CPU_NOTE.format(id=did)
+    if isinstance(rec["speed"], dict) and isinstance(rec["speed"].get("spread"), (int, float)):
+        rec["speed_spread"] = rec["speed"]["spread"]
     return rec
 
 
@@ -371,6 +373,8 @@ def run_verify(
             if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
                 fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
                               "images_per_s": _ips(rec), "device": did}
+                if rec.get("speed_spread") is not None:
+                    fw_cpu[fw]["spread"] = rec["speed_spread"]
         # (a requested CPU device such as PlaidML's llvm_cpu.0 is a match like any other)
         if device and not any(wanted(run.meta[d], device) for d in todo) and device.lower() != "cpu":
             reasons = [u["reason"] for u in run.unavailable if wanted(u, device) or u.get("id") == device]
@@ -394,6 +398,8 @@ def run_verify(
                 if _ips(rec):
                     peers.append({"framework": run.fw, "version": run.version, "python": run.python,
                                   "images_per_s": _ips(rec), "speed": rec["speed"]})
+                    if rec.get("speed_spread") is not None:
+                        peers[-1]["spread"] = rec["speed_spread"]
 
     cpu_figures = list(fw_cpu.values()) + peers
     best_cpu = max(cpu_figures, key=lambda r: r["images_per_s"]) if cpu_figures else None

@@ -25,8 +25,11 @@ DEVICE_RESULT: Dict[str, Any] = {
         "correctness": _STAGE, "learning": _STAGE, "proof": _STAGE, "failure": _STAGE,
         "speed": {"type": ["object", "null"], "properties": {
             "images_per_s": _NUM, "seconds_per_epoch": _NUM, "batch": {"type": "integer"},
-            "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"}}},
+            "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"},
+            # relative spread of the repeats (median absolute deviation / median) and why they stopped
+            "spread": _NUM, "stopped": {"enum": ["stable", "repeats", "budget", None]}}},
         "speedup_vs_framework_cpu": _NUM, "speedup_vs_best_cpu": _NUM,
+        "speed_spread": _NUM,
     },
 }
 
@@ -47,7 +50,8 @@ VERIFY_SCHEMA: Dict[str, Any] = {
                                                                                      "not installed"]}}}},
         "results": {"type": "array", "items": DEVICE_RESULT},
         "cpu_peers": {"type": "array"},
-        "best_cpu": {"type": ["object", "null"], "required": ["framework", "images_per_s", "seconds_per_epoch"]},
+        "best_cpu": {"type": ["object", "null"], "required": ["framework", "images_per_s", "seconds_per_epoch"],
+                     "properties": {"spread": _NUM}},
         "tolerances": {"type": "object", "required": ["loss_rtol", "grad_rtol", "learn_target", "accelerated_at"]},
         "slow_gpus": {"type": "array", "items": {"type": "object", "required": [
             "framework", "device", "images_per_s", "peer_median", "peers", "slower_by", "message"]}},
