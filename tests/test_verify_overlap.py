@@ -15,7 +15,7 @@ from typing import List, Tuple
 
 import pytest
 
-from mlprobe.verify.child import MARK, run_child
+from mlprobe.verify.child import run_child
 from mlprobe.verify.overlap import TimingGate, run_lanes
 
 FAKE = r'''
