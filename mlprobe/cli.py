@@ -96,9 +96,10 @@ def _early_prefetch(argv: List[str]) -> None:
 
     if (len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv)
             and not os.environ.get("MLPROBE_REPLAY")):
-        from .scan.live._early import start_opencl_child
+        from .scan.live._early import start_opencl_child, start_tools
 
         start_opencl_child()
+        start_tools()
 
 
 def _safe_streams() -> None:

@@ -103,3 +103,52 @@ def test_a_missing_vendors_dir_still_gives_the_listed_libraries(tmp_path: Path) 
         str(tmp_path),
     )
     assert got and [p.read_text().strip() for p in tmp_path.iterdir()] == ["libnvidia-opencl.so.1"]
+
+
+def _child_doc(mode: str, env_extra: dict) -> bytes:
+    env = _early.child_env()
+    env.update(env_extra)
+    if mode:
+        env["MLPROBE_OPENCL_IMPORT"] = mode
+    else:
+        env.pop("MLPROBE_OPENCL_IMPORT", None)
+    return subprocess.run(_early.child_argv(), env=env, capture_output=True, timeout=60, check=True).stdout
+
+
+def test_the_loader_through_ctypes_gives_the_document_the_binding_gives() -> None:
+    """The default child calls pyopencl's bundled ICD loader through ctypes (no numpy import); its
+    document is byte for byte the one pyopencl's binding and a full `import pyopencl` give."""
+    _bundled_pocl()
+    fast = _child_doc("", {})
+    assert json.loads(fast)["platforms"], fast  # the bundled PoCL is found without the binding's RPATH
+    assert fast == _child_doc("binding", {}) == _child_doc("full", {})
+
+
+def test_no_platform_reads_as_absent_as_with_a_full_import(tmp_path: Path) -> None:
+    """With no ICD the loader can load (OCL_ICD_VENDORS names a folder that is not there), the child says what
+    `import pyopencl` says: no platform, absent. (The bare binding's error has no words, only an
+    object's repr, so it read as an error.)"""
+    _bundled_pocl()
+    env = {"OCL_ICD_VENDORS": str(tmp_path / "absent")}
+    fast = _child_doc("", env)
+    assert fast == _child_doc("full", env)
+    doc = json.loads(fast)
+    assert doc["absent"] is True and doc["platforms"] == []
+    assert "PLATFORM_NOT_FOUND" in doc["error"]
+
+
+def test_a_pyopencl_without_a_bundled_loader_uses_the_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A distribution's pyopencl links the system's libOpenCL (no .libs folder): the child does not
+    guess a loader and takes the binding's way."""
+    from mlprobe.scan.live import opencl_child
+
+    pkg = tmp_path / "pyopencl"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("PYOPENCL_HOME", raising=False)
+    import importlib
+
+    importlib.invalidate_caches()
+    monkeypatch.delitem(__import__("sys").modules, "pyopencl", raising=False)
+    assert opencl_child._bundled_loader() is None

@@ -153,3 +153,67 @@ def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
     np.testing.assert_allclose(grads[2], c2.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[4], chw_to_hwc_rows(l1.weight.grad), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[0], c1.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
+
+
+def test_median_stable_needs_enough_repeats_and_a_still_median() -> None:
+    cfg = dict(P.DEFAULTS)
+    assert not P.median_stable(cfg, [100.0, 100.0, 100.0])  # fewer than speed_stable_after
+    assert P.median_stable(cfg, [100.0, 101.0, 99.0, 100.5])
+    assert not P.median_stable(cfg, [100.0, 150.0, 60.0, 200.0])  # one more repeat still moves it
+    assert P.spread([100.0, 100.0, 100.0]) == 0.0
+    assert P.spread([90.0, 100.0, 110.0]) == pytest.approx(0.1)
+    assert P.spread([]) is None
+
+
+class _Events:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.got: list = []
+        monkeypatch.setattr(P, "emit", self.got.append)
+
+
+def _timed(monkeypatch: pytest.MonkeyPatch, step_times: list, **cfg_extra: object) -> tuple:
+    """timed_training on a fake device whose steps take the given times (a clock we move)."""
+    events = _Events(monkeypatch)
+    now = [0.0]
+    times = iter(step_times)
+    last = [step_times[-1]]
+
+    def step() -> float:
+        try:
+            last[0] = next(times)
+        except StopIteration:
+            pass
+        now[0] += last[0]
+        return 1.0
+
+    monkeypatch.setattr(P.time, "perf_counter", lambda: now[0])
+    cfg = dict(P.DEFAULTS, speed_batch=10, speed_repeat_s=0.1, **cfg_extra)
+    rec = P.timed_training(cfg, {"id": "cpu", "kind": "cpu"}, step, lambda v: None, float, False)
+    return rec, events.got
+
+
+def test_repeats_stop_once_the_median_is_stable(monkeypatch: pytest.MonkeyPatch) -> None:
+    rec, _ = _timed(monkeypatch, [0.01] * 400)
+    assert rec["stopped"] == "stable" and rec["repeats"] == P.DEFAULTS["speed_stable_after"]
+    assert rec["images_per_s"] == pytest.approx(1000.0) and rec["spread"] == 0.0
+
+
+def test_a_noisy_device_gets_every_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each repeat is 10 steps; alternate fast and slow repeats so the median keeps moving
+    pattern = [0.01] * 4 + sum(([t] * 10 for t in (0.01, 0.03, 0.01, 0.05, 0.02, 0.06, 0.015, 0.08)), [])
+    rec, _ = _timed(monkeypatch, pattern)
+    assert rec["repeats"] == P.DEFAULTS["speed_repeats"] and rec["stopped"] == "repeats"
+    assert rec["spread"] > 0.2
+
+
+def test_gated_timed_loops_ask_first_and_say_when_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr(P.sys, "stdin", io.StringIO("go\n"))
+    rec, events = _timed(monkeypatch, [0.01] * 400, gated=True)
+    kinds = [(e["event"], e.get("on")) for e in events if e["event"] == "timing"]
+    assert kinds == [("timing", True), ("timing", False)]
+    first_on = next(i for i, e in enumerate(events) if e["event"] == "timing")
+    repeats = [i for i, e in enumerate(events) if e["event"] == "tick" and "next_s" in e]
+    assert repeats and all(first_on < i for i in repeats)
+    assert P.sys.stdin.read() == ""  # it read the "go" line

@@ -85,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
     )
     host = make_host(args)
     if host.kind == "live":
+        from ..scan.capture import PREFETCH
         from ..scan.host import shared_live_host
 
-        shared_live_host().prefetch(["mlprobe-opencl.json"])
+        shared_live_host().prefetch(PREFETCH)
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):

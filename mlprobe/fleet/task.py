@@ -24,7 +24,9 @@ def scan_node(verify: bool = False) -> Dict[str, Any]:
     if host.kind == "live":
         prefetch = getattr(host, "prefetch", None)
         if callable(prefetch):
-            prefetch(["mlprobe-opencl.json"])
+            from ..scan.capture import PREFETCH
+
+            prefetch(PREFETCH)
     doc = build_report(host, ReportOptions(verify=verify), source=host_source(host, args))
     return {"report": doc, "seconds": round(time.monotonic() - started, 3), "mlprobe_version": __version__,
             "pid": os.getpid()}

@@ -46,6 +46,9 @@ class DeviceResult(Contract):
     listed_devices: Optional[Tuple[str, ...]] = field(default=None, metadata=OPTIONAL_KEY)
     likely_cause: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
     diagnosis: Record = field(default=None, metadata=OPTIONAL_KEY)
+    # the relative spread of the timed repeats behind speed.images_per_s (median absolute deviation
+    # over the median: 0.01 = 1 %), where the speed stage measured one
+    speed_spread: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)
 
 
 @contract
@@ -97,6 +100,7 @@ class CpuFigure(Contract):
     seconds_per_epoch: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)
     device: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
     speed: Record = field(default=None, metadata=OPTIONAL_KEY)
+    spread: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)  # as DeviceResult.speed_spread
 
 
 @contract

@@ -77,7 +77,9 @@ def _stage_line(stage: str, d: Dict[str, Any]) -> str:
         ok = "ok" if d.get("passed") else "FAILED"
         return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {d.get('seconds')} s"
     if stage == "speed":
-        return f"speed {fmt_ips(d.get('images_per_s'))} images/s"
+        spread = d.get("spread")
+        tail = f" (median of {d.get('repeats')}, spread {100 * spread:.1f}%)" if isinstance(spread, (int, float)) else ""
+        return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}"
     return stage
 
 

@@ -121,6 +121,15 @@ SPECS: Dict[str, CaptureSpec] = {
 }
 
 
+# Captures a live scan starts before the probes run, all at once (scan/live/_early.py; LiveHost.prefetch
+# for the other commands that scan this machine): the slowest (the OpenCL child), and the nvidia-smi
+# queries the nvidia probe reads whenever nvidia-smi answers (the XML, the CSV for compute_cap, the
+# topology matrix). Run one after another they cost their sum; at once, the slowest of them.
+PREFETCH: Tuple[str, ...] = ("mlprobe-opencl.json", "nvidia-smi-q-x.xml", "nvidia-smi-query.csv",
+                             "nvidia-smi-topo-m.txt")
+EARLY: Tuple[str, ...] = tuple(n for n in PREFETCH if SPECS[n].argv is not None)
+
+
 def spec(name: str) -> CaptureSpec:
     try:
         return SPECS[name]

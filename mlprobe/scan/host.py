@@ -29,7 +29,8 @@ from .capture import (
     short,
     spec,
 )
-from .live.proc import run_argv
+from .live import _early
+from .live.proc import finish_argv, run_argv
 
 # Environment variables that probes and rules read; captured into host.json so that a replay
 # sees the same ones. Values that look like secrets never appear here: these are all settings.
@@ -66,6 +67,7 @@ class LiveHost:
         self._timeout_scale = timeout_scale
         self._env: Mapping[str, str] = env if env is not None else os.environ
         self._info: Optional[Dict[str, Any]] = None
+        self._info_lock = threading.Lock()
         self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
 
     def pending(self) -> Dict[str, float]:
@@ -86,9 +88,11 @@ class LiveHost:
         return {k: v for k, v in self._env.items() if k.startswith(OVERRIDE_PREFIX)}
 
     def info(self) -> Dict[str, Any]:
-        if self._info is None:
-            self._info = _live_host_info(self._env)
-        return self._info
+        # Every probe asks for it as it starts: computed once, the others wait for that one.
+        with self._info_lock:
+            if self._info is None:
+                self._info = _live_host_info(self._env)
+            return self._info
 
     def get(self, name: str) -> Capture:
         with self._guard:
@@ -146,8 +150,15 @@ class LiveHost:
         if exe is None:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
+        # The same run, started before the probes (scan/live/_early.py): this host's environment is
+        # the process's, so it is the run this call would start, only earlier.
+        early = _early.take_command(name, [exe] + argv[1:]) if self._env is os.environ else None
         try:
-            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
+            if early is not None:
+                started, began = early
+                returncode, stdout, stderr = finish_argv(started, max(0.1, timeout - (time.perf_counter() - began)))
+            else:
+                returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:

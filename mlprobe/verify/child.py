@@ -14,7 +14,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+
+if TYPE_CHECKING:
+    from .overlap import TimingGate
 
 PAYLOAD = Path(__file__).with_name("payload.py")
 MARK = "@@mlprobe-verify@@ "
@@ -90,8 +93,29 @@ def run_child(
     timeout: float = 600.0,
     stall: float = 180.0,
     on_event: Optional[EventSink] = None,
+    gate: Optional["TimingGate"] = None,
 ) -> ChildResult:
-    """Run `python payload.py *args`; collect MARK-prefixed JSON lines from its stdout."""
+    """Run `python payload.py *args`; collect MARK-prefixed JSON lines from its stdout. With a
+    `gate`, the child runs beside others and its timed loops wait for the gate (verify/overlap.py)."""
+    if gate is None:
+        return _run_child(python, args, env, timeout, stall, on_event, None)
+    token = object()
+    gate.join(token)
+    try:
+        return _run_child(python, args, env, timeout, stall, on_event, (gate, token))
+    finally:
+        gate.leave(token)
+
+
+def _run_child(
+    python: str,
+    args: List[str],
+    env: Optional[Mapping[str, str]],
+    timeout: float,
+    stall: float,
+    on_event: Optional[EventSink],
+    gated: Optional["tuple[TimingGate, object]"],
+) -> ChildResult:
     res = ChildResult()
     t0 = time.monotonic()
     full_env = dict(os.environ if env is None else env)
@@ -104,7 +128,8 @@ def run_child(
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     try:
         proc = subprocess.Popen(
-            [python, str(PAYLOAD), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            [python, str(PAYLOAD), *args], stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=err,
             env=full_env, encoding="utf-8", errors="replace", **kwargs,
         )
     except OSError as exc:
@@ -153,6 +178,18 @@ def run_child(
         if isinstance(ev, dict):
             next_s = ev.get("next_s")
             allowed = max(stall, 3.0 * float(next_s)) if isinstance(next_s, (int, float)) else stall
+            if ev.get("event") == "timing":
+                if gated is None:
+                    continue
+                if ev.get("on"):
+                    waited = time.monotonic()
+                    gated[0].acquire(gated[1])  # idle meanwhile: neither its stall clock nor its limit runs
+                    deadline += time.monotonic() - waited
+                    last = time.monotonic()
+                    _say(proc, "go\n")
+                else:
+                    gated[0].release(gated[1])
+                continue
             res.events.append(ev)
             if on_event is not None:
                 on_event(ev)
@@ -166,6 +203,11 @@ def run_child(
     reader.join(timeout=2)
     if proc.stdout is not None:
         proc.stdout.close()
+    if proc.stdin is not None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
     res.returncode = proc.returncode
     if res.ended == "exit":
         name = _crash_name(proc.returncode or 0)
@@ -177,6 +219,16 @@ def run_child(
     res.stderr_tail = data[-4000:].decode("utf-8", "replace")
     res.wall_s = round(time.monotonic() - t0, 3)
     return res
+
+
+def _say(proc: "subprocess.Popen[str]", line: str) -> None:
+    """A line on the child's stdin; a child that is gone meanwhile reads nothing, which is fine."""
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(line)
+        proc.stdin.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def child_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:

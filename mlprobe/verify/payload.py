@@ -39,6 +39,10 @@ DEFAULTS = {
     "speed_min_repeats": 3,
     "speed_repeat_s": 0.4,  # aim for at least this long per timed repeat (K steps, then sync)
     "speed_budget_s": 6.0,  # timed part of the speed test, per device (warm-up excluded)
+    # Repeats stop early once the median is stable: after at least this many, when one more repeat
+    # moved the median by no more than speed_stable_rtol of it.
+    "speed_stable_after": 4,
+    "speed_stable_rtol": 0.02,
     "warmup_cpu": 2,
     "warmup_accel": 5,
     "quick": False,
@@ -140,6 +144,24 @@ def finite(*values):
     return True
 
 
+_DATA = {}
+
+
+def _once(fn):
+    """The data sets are pure functions of their arguments: made once per process, shared by every
+    device (a list is handed out as a copy, so no caller can change another's data)."""
+    def wrapper(*args):
+        key = (fn.__name__,) + args
+        if key not in _DATA:
+            _DATA[key] = fn(*args)
+        xs, ys = _DATA[key]
+        return list(xs), list(ys)
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_once
 def correctness_batch(seed, n):
     """n images 28x28 (row-major, one channel) in [0, 1) and labels, from a seeded stdlib RNG."""
     rng = random.Random(seed)
@@ -151,6 +173,7 @@ def correctness_batch(seed, n):
 LEARN_SIZE = 16
 
 
+@_once
 def learning_data(seed, n):
     """A learnable image task: class c = a bright 2x2 square at one of ten places (5 columns x 2
     rows), jittered by one pixel, on uniform noise. Same bytes in every framework."""
@@ -239,7 +262,23 @@ def speed_plan(cfg, step_s, accel):
     return k, repeats
 
 
-def speed_record(cfg, samples, k, warmup, final_loss, nan):
+def spread(samples):
+    """The samples' relative spread: median absolute deviation over the median (0.01 = 1 %)."""
+    mid = median(samples)
+    if not mid:
+        return None
+    return round(median([abs(x - mid) for x in samples]) / mid, 4)
+
+
+def median_stable(cfg, samples):
+    """One more repeat moved the median by no more than speed_stable_rtol (after enough repeats)."""
+    if len(samples) < max(2, cfg["speed_stable_after"]):
+        return False
+    now, before = median(samples), median(samples[:-1])
+    return bool(now) and abs(now - before) <= cfg["speed_stable_rtol"] * now
+
+
+def speed_record(cfg, samples, k, warmup, final_loss, nan, stopped=None):
     ips = median(samples)
     return {
         "images_per_s": ips,
@@ -248,6 +287,8 @@ def speed_record(cfg, samples, k, warmup, final_loss, nan):
         "warmup_steps": warmup,
         "steps_per_repeat": k,
         "repeats": len(samples),
+        "spread": spread(samples),
+        "stopped": stopped,
         "samples_images_per_s": [round(s, 2) for s in samples],
         "final_loss": final_loss if finite(final_loss) else None,
         "nan": bool(nan or not finite(final_loss)),
@@ -555,6 +596,21 @@ def learn_loop(cfg, step, accuracy, to_float, nan):
     }
 
 
+def timing_gate(cfg, on):
+    """Timed loops run alone: with cfg["gated"], the runner (verify/overlap.py) starts several
+    framework processes at once, and each asks before its timed loops ("timing" on) and waits for
+    the runner's "go" line on stdin, given once every other process is waiting too; "timing" off
+    lets the others go on."""
+    if not cfg.get("gated"):
+        return
+    emit({"event": "timing", "on": bool(on)})
+    if on:
+        try:
+            sys.stdin.readline()  # "go" (an end of file: the runner is gone, nothing to wait for)
+        except Exception:
+            pass
+
+
 def timed_training(cfg, dev, step, sync, to_float, nan):
     accel = dev["kind"] != "cpu"
     warm = 1 if cfg["quick"] else (cfg["warmup_accel"] if accel else cfg["warmup_cpu"])
@@ -570,26 +626,39 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
         for _ in range(warm - 1):
             v = step()
         sync(v)
-        t0 = time.perf_counter()
-        v = step()
-        sync(v)
-        step_s = time.perf_counter() - t0
-        untimed += warm
-    k, repeats = speed_plan(cfg, step_s, accel)
-    samples = []
-    b = cfg["speed_batch"]
-    for _ in range(repeats):
-        # next_s: how long until the next line, so the runner does not take a slow device for a hung one
-        emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats,
-              "next_s": round(k * step_s, 3)})
-        t0 = time.perf_counter()
-        for _ in range(k):
+        untimed += warm - 1
+    timing_gate(cfg, True)
+    try:
+        if step_s < 1.0:
+            # the step time that sizes the repeats, measured alone (the warm-up may have shared the machine)
+            t0 = time.perf_counter()
             v = step()
-        sync(v)
-        samples.append(k * b / (time.perf_counter() - t0))
+            sync(v)
+            step_s = time.perf_counter() - t0
+            untimed += 1
+        k, repeats = speed_plan(cfg, step_s, accel)
+        samples = []
+        b = cfg["speed_batch"]
+        stopped = "repeats"
+        for _ in range(repeats):
+            # next_s: how long until the next line, so the runner does not take a slow device for a hung one
+            emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats,
+                  "next_s": round(k * step_s, 3)})
+            t0 = time.perf_counter()
+            for _ in range(k):
+                v = step()
+            sync(v)
+            samples.append(k * b / (time.perf_counter() - t0))
+            if len(samples) < repeats and median_stable(cfg, samples):
+                stopped = "stable"
+                break
+        if stopped == "repeats" and repeats < cfg["speed_repeats"]:
+            stopped = "budget"
+    finally:
+        timing_gate(cfg, False)
     emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats})
     final = float("nan") if nan else to_float(v)
-    return speed_record(cfg, samples, k, untimed, final, nan)
+    return speed_record(cfg, samples, k, untimed, final, nan, stopped)
 
 
 def _find_spec(name):

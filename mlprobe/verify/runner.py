@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -17,6 +18,7 @@ from ..model.vocabulary import vocabulary
 from . import verdict as V
 from .child import ChildResult, EventSink, child_env, run_child
 from .devicecheck import VISIBILITY, Listing, diagnose, matches, probe_loaders
+from .overlap import TimingGate, run_lanes
 
 SCHEMA = "mlprobe.verify/1"
 FRAMEWORKS = vocabulary().payload_frameworks()  # what the payload trains itself
@@ -58,9 +60,10 @@ def resolve_python(python: Optional[str]) -> str:
     return found
 
 
-def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]] = None,
+             gate: Optional[TimingGate] = None) -> Dict[str, Any]:
     """Which frameworks the target can import (importlib.util.find_spec in a tiny child)."""
-    res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout)
+    res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout, gate=gate)
     for ev in res.events:
         if ev.get("event") == "discover":
             # The answer of another interpreter: only the shapes the payload sends are kept.
@@ -138,10 +141,14 @@ class _FrameworkRun:
         full.update({"framework": self.fw, "quick": self.opts["quick"]})
         if self.opts.get("inject"):
             full["inject"] = self.opts["inject"]
+        gate = self.opts.get("gate")
+        if gate is not None:
+            full["gated"] = True  # timed loops wait for the gate (verify/overlap.py)
         full.update(cfg)
+        overlap = {"gate": gate} if gate is not None else {}
         res = run_child(self.python, ["run", json.dumps(full)],
                         env=child_env(dict(self.opts.get("env") or {}, **(env_extra or {}))),
-                        timeout=self.opts["timeout"], stall=self.opts["stall"], on_event=self._sink)
+                        timeout=self.opts["timeout"], stall=self.opts["stall"], on_event=self._sink, **overlap)
         current: Optional[Tuple[str, str]] = None
         hello = False
         for ev in res.events:
@@ -262,6 +269,8 @@ def device_record(run: _FrameworkRun, did: str) -> Dict[str, Any]:
             rec[k] = meta[k]
     if run.fw == "plaidml" and meta.get("kind") == "cpu":
         rec["cpu_note"] = PLAIDML_CPU_NOTE.format(id=did)
+    if isinstance(rec["speed"], dict) and isinstance(rec["speed"].get("spread"), (int, float)):
+        rec["speed_spread"] = rec["speed"]["spread"]
     return rec
 
 
@@ -363,16 +372,28 @@ def run_verify(
     t0 = time.monotonic()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     target = resolve_python(python)
-    opts = {"quick": quick, "timeout": float(timeout), "stall": float(stall or min(timeout, DEFAULT_STALL)),
+    opts: Dict[str, Any] = {"quick": quick, "timeout": float(timeout), "stall": float(stall or min(timeout, DEFAULT_STALL)),
             "inject": inject, "overrides": dict(overrides or {}), "env": dict(env or {})}
+
+    events_lock = threading.Lock()  # the children report from several threads
 
     def note(ev: Dict[str, Any]) -> None:
         if on_event is not None:
-            on_event(ev)
+            with events_lock:
+                on_event(ev)
+
+    sink: Optional[EventSink] = note if on_event is not None else None
+    # The frameworks' children (and the CPU peers') run side by side, their timed loops one at a
+    # time (verify/overlap.py); MLPROBE_VERIFY_SERIAL=1 runs one child after the other.
+    parallel = os.environ.get("MLPROBE_VERIFY_SERIAL") != "1"
+    gate = TimingGate() if parallel else None
+    opts["gate"] = gate
 
     note({"event": "discover", "python": target})
     disc = discover(target, timeout=min(timeout, 60.0), env=env)
     chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
+    lanes, peer_slots = _lanes(target, chosen, disc, device, opts, sink, cpu_peers, baseline_pythons, timeout, gate)
+    started_runs = run_lanes(lanes, parallel)
     results: List[Dict[str, Any]] = []
     no_match: List[Dict[str, Any]] = []  # requested devices a framework does not list (NOT_SEEN)
     extra_env: Dict[str, str] = dict(env or {})
@@ -380,8 +401,7 @@ def run_verify(
     loaders: Optional[Dict[str, Any]] = None
     fw_cpu: Dict[str, Dict[str, Any]] = {}
     for fw in chosen:
-        run = _FrameworkRun(target, fw, opts, on_event)
-        todo = (_run_plaidml if fw == "plaidml" else _run_torch_or_tf)(run, device)
+        run, todo = started_runs[fw][0].result()
         frec: Dict[str, Any] = {"name": fw, "version": run.version or (disc["frameworks"][fw] or {}).get("version"),
                                 "status": "verified", "import_s": run.import_s, "info": run.info,
                                 "unavailable_devices": [u for u in run.unavailable if not u.get("quiet")],
@@ -405,6 +425,8 @@ def run_verify(
             if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
                 fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
                               "images_per_s": _ips(rec), "device": did}
+                if rec.get("speed_spread") is not None:
+                    fw_cpu[fw]["spread"] = rec["speed_spread"]
         # A device asked for and not listed is a result of its own (NOT_SEEN), never a silent
         # substitute; with --framework any, a *_VISIBLE_DEVICES request counts only if no framework
         # lists a GPU (checked below).
@@ -427,32 +449,15 @@ def run_verify(
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
     # because the fastest CPU path is what a user would otherwise use.
     peers: List[Dict[str, Any]] = []
-    if cpu_peers:
-        peer_jobs: List[Tuple[str, str]] = [(target, f) for f in FRAMEWORKS
-                                            if f not in chosen and f != "plaidml"
-                                            and ((disc.get("frameworks") or {}).get(f) or {}).get("importable")]
-        for other in baseline_pythons or ():
-            try:
-                op = resolve_python(other)
-            except StageError:
-                continue
-            try:
-                odisc = discover(op, timeout=min(timeout, 60.0))
-            except StageError:
-                continue
-            if odisc.get("prefix") and odisc.get("prefix") == disc.get("prefix"):
-                continue  # the same environment (a venv's python is a link to its base: compare prefixes)
-            for f in FRAMEWORKS:
-                if f != "plaidml" and ((odisc.get("frameworks") or {}).get(f) or {}).get("importable"):
-                    peer_jobs.append((op, f))
-        for op, f in peer_jobs:
-            run = _FrameworkRun(op, f, dict(opts, inject=None), on_event)
-            _run_torch_or_tf(run, "cpu", speed_only=True)
+    for lane, index in peer_slots:  # in the order they were asked for: this interpreter's, then the others'
+        for run in started_runs[lane][index].result():
             for did in run.done:
                 rec = device_record(run, did)
                 if _ips(rec):
-                    peers.append({"framework": f, "version": run.version, "python": op,
+                    peers.append({"framework": run.fw, "version": run.version, "python": run.python,
                                   "images_per_s": _ips(rec), "speed": rec["speed"]})
+                    if rec.get("speed_spread") is not None:
+                        peers[-1]["spread"] = rec["speed_spread"]
 
     cpu_figures = list(fw_cpu.values()) + peers
     best_cpu = max(cpu_figures, key=lambda r: r["images_per_s"]) if cpu_figures else None
@@ -493,6 +498,76 @@ def run_verify(
     from ..model.verify import VerifyResult
 
     return VerifyResult.from_json(doc).to_json()
+
+
+def _lanes(target: str, chosen: List[str], disc: Dict[str, Any], device: Optional[str], opts: Dict[str, Any],
+           sink: Optional[EventSink], cpu_peers: bool, baseline_pythons: Optional[Sequence[str]],
+           timeout: float, gate: Optional[TimingGate]) -> Tuple[Dict[str, List[Any]], List[Tuple[str, int]]]:
+    """The children of this run, by framework: each framework's lane runs its own verification first,
+    then its CPU peers (the same framework in other interpreters, speed only), one after the other;
+    the lanes run side by side. A peer job returns the runs it made (none for an interpreter that is
+    the target's own environment or cannot be asked). Also: where each peer job is, (lane, index), in
+    the order the peers are reported."""
+    lanes: Dict[str, List[Any]] = {}
+    slots: List[Tuple[str, int]] = []
+
+    def add(lane: str, job: Any) -> Tuple[str, int]:
+        lanes.setdefault(lane, []).append(job)
+        return lane, len(lanes[lane]) - 1
+
+    for fw in chosen:
+        def main_job(fw: str = fw) -> Tuple[_FrameworkRun, List[str]]:
+            run = _FrameworkRun(target, fw, opts, sink)
+            return run, (_run_plaidml if fw == "plaidml" else _run_torch_or_tf)(run, device)
+        add(fw, main_job)
+    if not cpu_peers:
+        return lanes, slots
+
+    def peer_runs(python: str, f: str) -> List[_FrameworkRun]:
+        run = _FrameworkRun(python, f, dict(opts, inject=None), sink)
+        _run_torch_or_tf(run, "cpu", speed_only=True)
+        return [run]
+
+    # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
+    # because the fastest CPU path is what a user would otherwise use.
+    for f in FRAMEWORKS:
+        if f not in chosen and f != "plaidml" and ((disc.get("frameworks") or {}).get(f) or {}).get("importable"):
+            slots.append(add(f, lambda f=f: peer_runs(target, f)))
+    others: Dict[str, Optional[Dict[str, Any]]] = {}
+    others_lock = threading.Lock()
+
+    def other_disc(op: str) -> Optional[Dict[str, Any]]:
+        with others_lock:  # each interpreter asked once, whichever lane asks first
+            if op not in others:
+                try:
+                    odisc: Optional[Dict[str, Any]] = discover(op, timeout=min(timeout, 60.0), gate=gate)
+                except StageError:
+                    odisc = None
+                if odisc is not None and odisc.get("prefix") and odisc.get("prefix") == disc.get("prefix"):
+                    odisc = None  # the same environment (a venv's python is a link to its base: compare prefixes)
+                others[op] = odisc
+            return others[op]
+
+    seen: Set[str] = set()
+    for other in baseline_pythons or ():
+        try:
+            op = resolve_python(other)
+        except StageError:
+            continue
+        if op in seen:
+            continue
+        seen.add(op)
+        for f in FRAMEWORKS:
+            if f == "plaidml":
+                continue
+
+            def peer_job(op: str = op, f: str = f) -> List[_FrameworkRun]:
+                odisc = other_disc(op)
+                if odisc is None or not ((odisc.get("frameworks") or {}).get(f) or {}).get("importable"):
+                    return []
+                return peer_runs(op, f)
+            slots.append(add(f, peer_job))
+    return lanes, slots
 
 
 def summarise(doc: Dict[str, Any]) -> List[str]:

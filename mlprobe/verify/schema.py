@@ -25,7 +25,9 @@ DEVICE_RESULT: Dict[str, Any] = {
         "correctness": _STAGE, "learning": _STAGE, "proof": _STAGE, "failure": _STAGE,
         "speed": {"type": ["object", "null"], "properties": {
             "images_per_s": _NUM, "seconds_per_epoch": _NUM, "batch": {"type": "integer"},
-            "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"}}},
+            "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"},
+            # relative spread of the repeats (median absolute deviation / median) and why they stopped
+            "spread": _NUM, "stopped": {"enum": ["stable", "repeats", "budget", None]}}},
         # the verdict's ratio is speedup_vs_best_cpu (the best CPU figure of any framework in the run);
         # speedup_vs_framework_cpu is the same framework's own CPU path
         "speedup_vs_framework_cpu": _NUM, "speedup_vs_best_cpu": _NUM,
@@ -34,6 +36,7 @@ DEVICE_RESULT: Dict[str, Any] = {
         "diagnosis": {"type": ["object", "null"], "properties": {
             "cause": {"type": "string"}, "evidence": {"type": "array", "items": {"type": "string"}},
             "next_step": {"type": "string"}, "fix": {"type": ["object", "null"]}}},
+        "speed_spread": _NUM,
     },
 }
 
@@ -54,7 +57,8 @@ VERIFY_SCHEMA: Dict[str, Any] = {
                                                                                      "not installed"]}}}},
         "results": {"type": "array", "items": DEVICE_RESULT},
         "cpu_peers": {"type": "array"},
-        "best_cpu": {"type": ["object", "null"], "required": ["framework", "images_per_s", "seconds_per_epoch"]},
+        "best_cpu": {"type": ["object", "null"], "required": ["framework", "images_per_s", "seconds_per_epoch"],
+                     "properties": {"spread": _NUM}},
         "tolerances": {"type": "object", "required": ["loss_rtol", "grad_rtol", "learn_target", "accelerated_at"]},
         "slow_gpus": {"type": "array", "items": {"type": "object", "required": [
             "framework", "device", "images_per_s", "peer_median", "peers", "slower_by", "message"]}},

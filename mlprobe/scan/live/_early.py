@@ -1,8 +1,12 @@
-"""Start the OpenCL child process as the very first thing `mlprobe scan` does.
+"""Start the slow captures as the very first thing `mlprobe scan` does.
 
-Enumerating OpenCL (pyopencl on PoCL: ~0.27 s) is the slowest capture; everything else in the scan
-hides behind it, so it is started before the rest of mlprobe is even imported. Only `sys`, `os` and
-`subprocess` are imported here. The Popen is handed to the OpenCL capture (scan/live/opencl.py)."""
+Enumerating OpenCL is the slowest capture; everything else in the scan hides behind it, so its child
+is started before the rest of mlprobe is even imported (only `sys`, `os` and `subprocess` are
+imported before it). The Popen is handed to the OpenCL capture (scan/live/opencl.py). Right after it,
+the tool runs the scan always makes on a machine that has the tool (capture.EARLY: the nvidia-smi
+queries, each a separate run of ~0.02-0.12 s that would otherwise run one after another inside the
+nvidia probe) are started too, all at once; LiveHost.run takes each over by its capture name. One
+that no probe takes (the probe stopped after a failure) is ended when mlprobe exits."""
 
 from __future__ import annotations
 
@@ -60,3 +64,55 @@ def take() -> Optional["subprocess.Popen[bytes]"]:
     global started
     proc, started = started, None
     return proc
+
+
+# capture name -> (the argv it was started with, its Popen, when it started)
+_commands: "dict[str, tuple[list[str], subprocess.Popen[bytes], float]]" = {}
+
+
+def start_tools() -> None:
+    """Start the argv captures of capture.EARLY whose tool is on PATH (a PATH lookup each, no shell)."""
+    import shutil
+
+    from ..capture import EARLY, SPECS
+    from .proc import start_argv
+
+    for name in EARLY:
+        argv = SPECS[name].argv
+        if not argv or name in _commands:
+            continue
+        exe = shutil.which(argv[0])
+        if exe is None:
+            continue
+        full = [exe] + list(argv[1:])
+        try:
+            _commands[name] = (full, start_argv(full), time.perf_counter())
+        except OSError:
+            continue
+    if _commands:
+        import atexit
+
+        atexit.register(end_untaken)
+
+
+def take_command(name: str, argv: "list[str]") -> "Optional[tuple[subprocess.Popen[bytes], float]]":
+    """The early run of capture `name`, once, if it was started with exactly this argv."""
+    got = _commands.get(name)
+    if got is None or got[0] != argv:
+        return None
+    del _commands[name]
+    return got[1], got[2]
+
+
+def end_untaken() -> None:
+    """End the early runs no probe asked for (their tool hangs, or the probe stopped before them)."""
+    from .proc import kill_tree
+
+    while _commands:
+        _, (_argv, proc, _t) = _commands.popitem()
+        if proc.poll() is None:
+            kill_tree(proc)
+        try:
+            proc.communicate(timeout=1)
+        except Exception:
+            pass

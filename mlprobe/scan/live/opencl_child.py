@@ -2,12 +2,14 @@
 # and print one JSON document. Standard library + pyopencl only; Python 3.7 compatible.
 # Kept out of the scan process because an OpenCL driver can hang or crash it.
 #
-# Fast path: load pyopencl's compiled binding (pyopencl._cl) directly, with the one setting
-# pyopencl/__init__.py makes before it (PYOPENCL_HOME, which tells the bundled ocl-icd loader where
-# the shipped ICDs are). Enumeration only needs the binding; the package's Python layer (array,
-# tools, pytools, code generation) costs ~0.1 s of imports. MLPROBE_OPENCL_IMPORT=full, or any
-# failure of the fast path, uses `import pyopencl` instead; the parent retries with `full` if the
-# fast child dies of a signal.
+# Fastest path (default): call pyopencl's own ICD loader (the libOpenCL its wheel bundles under
+# pyopencl/.libs, the library its binding links) through ctypes, with the one setting
+# pyopencl/__init__.py makes first (PYOPENCL_HOME, which tells that loader where the shipped ICDs
+# are). The same loader sees the same platforms; pyopencl's binding imports all of numpy when it
+# loads (~0.06-0.09 s), which is most of what enumeration costs on a CPU-only machine.
+# MLPROBE_OPENCL_IMPORT=binding loads pyopencl's compiled binding (pyopencl._cl) instead, =full uses
+# `import pyopencl`; a wheel without a bundled loader, or any failure of a faster path, falls
+# through to the next one; the parent retries with `full` if the fast child dies of a signal.
 import json
 import os
 import shutil
@@ -42,6 +44,195 @@ def _binding() -> Any:
     import pyopencl
 
     return pyopencl
+
+
+# cl.h values of the queries the enumeration makes (Khronos OpenCL-Headers CL/cl.h, cl_ext.h)
+_PLATFORM_INFO = {"NAME": 0x0902, "VENDOR": 0x0903, "VERSION": 0x0901}
+_DEVICE_STR = {"NAME": 0x102B, "VENDOR": 0x102C, "DRIVER_VERSION": 0x102D, "VERSION": 0x102F,
+               "EXTENSIONS": 0x1030, "OPENCL_C_VERSION": 0x103D, "BOARD_NAME_AMD": 0x4038}
+_DEVICE_UINT = {"VENDOR_ID": (0x1001, "I"), "MAX_COMPUTE_UNITS": (0x1002, "I"), "GLOBAL_MEM_SIZE": (0x101F, "Q"),
+                "HOST_UNIFIED_MEMORY": (0x1035, "I"), "TYPE": (0x1000, "Q"), "DOUBLE_FP_CONFIG": (0x1032, "Q"),
+                "COMPUTE_CAPABILITY_MAJOR_NV": (0x4000, "I"), "COMPUTE_CAPABILITY_MINOR_NV": (0x4001, "I")}
+_DEVICE_TYPE_ALL = 0xFFFFFFFF
+_ERRORS = {-1: "DEVICE_NOT_FOUND", -5: "OUT_OF_RESOURCES", -6: "OUT_OF_HOST_MEMORY", -30: "INVALID_VALUE",
+           -32: "INVALID_PLATFORM", -33: "INVALID_DEVICE", -1001: "PLATFORM_NOT_FOUND_KHR"}
+
+
+class CLError(Exception):
+    """An OpenCL call that returned an error code (worded like pyopencl's LogicError)."""
+
+    def __init__(self, call: str, code: int) -> None:
+        Exception.__init__(self, "%s failed: %s" % (call, _ERRORS.get(code, str(code))))
+        self.code = code
+
+
+def _bundled_loader() -> Optional[str]:
+    """The libOpenCL that pyopencl's wheel bundles (its binding links it through $ORIGIN/.libs)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    pkg_dir = list(spec.submodule_search_locations)[0]
+    libs = os.path.join(pkg_dir, ".libs")
+    try:
+        names = sorted(n for n in os.listdir(libs) if n.startswith("libOpenCL"))
+    except OSError:
+        return None
+    if not names:
+        return None
+    os.environ.setdefault("PYOPENCL_HOME", pkg_dir)
+    _preload_bundled_icds(libs)
+    return os.path.join(libs, names[0])
+
+
+def _preload_bundled_icds(libs: str) -> None:
+    """The wheel's .icd files name their library bare (`libpocl-21062cec.so`); the loader's dlopen
+    finds it through the binding's RPATH ($ORIGIN/.libs), which a loader opened through ctypes does
+    not have. Loading each such library first by its path makes that dlopen return it by its soname,
+    so exactly the libraries the binding would find are found."""
+    import ctypes
+
+    for icd in sorted(n for n in os.listdir(libs) if n.endswith(".icd")):
+        try:
+            with open(os.path.join(libs, icd), "r") as fh:
+                lib = fh.read().strip()
+        except OSError:
+            continue
+        if lib and "/" not in lib and os.path.isfile(os.path.join(libs, lib)):
+            try:
+                ctypes.CDLL(os.path.join(libs, lib), mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+            except OSError:
+                pass
+
+
+class _CtypesCL(object):
+    """The few calls enumeration needs, straight from the ICD loader; answers the same get_info
+    values pyopencl does (str without the terminating NUL, int for the numeric queries)."""
+
+    def __init__(self, path: str) -> None:
+        import ctypes
+
+        self.c = ctypes
+        lib = ctypes.CDLL(path)
+        size_p = ctypes.POINTER(ctypes.c_size_t)
+        self.get_platform_ids = lib.clGetPlatformIDs
+        self.get_platform_ids.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32)]
+        self.get_platform_info = lib.clGetPlatformInfo
+        self.get_platform_info.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p, size_p]
+        self.get_device_ids = lib.clGetDeviceIDs
+        self.get_device_ids.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                        ctypes.POINTER(ctypes.c_uint32)]
+        self.get_device_info = lib.clGetDeviceInfo
+        self.get_device_info.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p, size_p]
+        for fn in (self.get_platform_ids, self.get_platform_info, self.get_device_ids, self.get_device_info):
+            fn.restype = ctypes.c_int32
+
+    def _ids(self, call: str, fn: Any, *head: Any) -> "list[Any]":
+        c = self.c
+        n = c.c_uint32(0)
+        err = fn(*(head + (0, None, c.byref(n))))
+        if err:
+            raise CLError(call, err)
+        arr = (c.c_void_p * max(n.value, 1))()
+        err = fn(*(head + (n.value, arr, c.byref(n))))
+        if err:
+            raise CLError(call, err)
+        return list(arr[:n.value])
+
+    def platforms(self) -> "list[Any]":
+        return self._ids("clGetPlatformIDs", self.get_platform_ids)
+
+    def devices(self, platform: Any) -> "list[Any]":
+        return self._ids("clGetDeviceIDs", self.get_device_ids, platform, _DEVICE_TYPE_ALL)
+
+    def _raw(self, fn: Any, obj: Any, param: int) -> Any:
+        c = self.c
+        size = c.c_size_t(0)
+        err = fn(obj, param, 0, None, c.byref(size))
+        if err:
+            raise CLError("clGet*Info", err)
+        buf = c.create_string_buffer(max(size.value, 1))
+        err = fn(obj, param, size.value, buf, None)
+        if err:
+            raise CLError("clGet*Info", err)
+        return buf.raw[:size.value]
+
+    def text(self, fn: Any, obj: Any, param: int) -> str:
+        raw: bytes = self._raw(fn, obj, param)
+        return raw[:-1].decode("utf-8", "replace") if raw.endswith(b"\0") else raw.decode("utf-8", "replace")
+
+    def number(self, obj: Any, param: int, fmt: str) -> int:
+        import struct
+
+        raw = self._raw(self.get_device_info, obj, param)
+        value: int = struct.unpack("=" + fmt, raw[:struct.calcsize(fmt)])[0]
+        return int(value)
+
+
+def _safe(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+
+
+def enumerate_ctypes(cl: _CtypesCL) -> "dict[str, Any]":
+    """The document `_enumerate` prints, from the ICD loader called through ctypes."""
+    try:
+        platforms = cl.platforms()
+    except Exception as exc:
+        msg = str(exc)
+        absent = "PLATFORM_NOT_FOUND" in msg or "-1001" in msg
+        return {"error": "no OpenCL platform: %s" % msg, "absent": absent, "platforms": []}
+    pinfo, dinfo = cl.get_platform_info, cl.get_device_info
+    out = []
+    for p in platforms:
+        devs = []
+        try:
+            devices = cl.devices(p)
+        except Exception:
+            devices = []
+        for d in devices:
+            def s(name: str) -> Any:
+                return _safe(cl.text, dinfo, d, _DEVICE_STR[name])
+
+            def n(name: str) -> Any:
+                return _safe(cl.number, d, *_DEVICE_UINT[name])
+            ext = s("EXTENSIONS") or ""
+            cc = None
+            if "cl_nv_device_attribute_query" in ext:
+                cc = [n("COMPUTE_CAPABILITY_MAJOR_NV"), n("COMPUTE_CAPABILITY_MINOR_NV")]
+            devs.append(_device_record(
+                s("NAME"), _type_name(n("TYPE")), s("VENDOR"), n("VENDOR_ID"), s("DRIVER_VERSION"), s("VERSION"),
+                s("OPENCL_C_VERSION"), n("MAX_COMPUTE_UNITS"), n("GLOBAL_MEM_SIZE"), n("HOST_UNIFIED_MEMORY"), ext,
+                n("DOUBLE_FP_CONFIG"), s("BOARD_NAME_AMD") if "cl_amd_device_attribute_query" in ext else None, cc))
+        out.append({"name": _safe(cl.text, pinfo, p, _PLATFORM_INFO["NAME"]),
+                    "vendor": _safe(cl.text, pinfo, p, _PLATFORM_INFO["VENDOR"]),
+                    "version": _safe(cl.text, pinfo, p, _PLATFORM_INFO["VERSION"]), "devices": devs})
+    return {"platforms": out}
+
+
+def _device_record(name: Any, type_name: Any, vendor: Any, vendor_id: Any, driver_version: Any, version: Any,
+                   c_version: Any, units: Any, memory: Any, unified: Any, ext: str, fp_config: Any, board: Any,
+                   cc: Any) -> "dict[str, Any]":
+    """One device of the document, the same for every path (ctypes, binding, full import)."""
+    return {
+        "name": (name or "").strip() or None,
+        "type": type_name,
+        "vendor": (vendor or "").strip() or None,
+        "vendor_id": vendor_id,
+        "driver_version": driver_version,
+        "version": version,
+        "opencl_c_version": c_version,
+        "compute_units": units,
+        "global_memory_bytes": memory,
+        "host_unified_memory": bool(unified),
+        "fp16": "cl_khr_fp16" in ext,
+        "fp64": "cl_khr_fp64" in ext or bool(fp_config),
+        "board_name": board,
+        "compute_capability": cc,
+    }
 
 
 def _info(obj: Any, cl_enum: Any, name: str) -> Any:
@@ -138,6 +329,16 @@ def main() -> int:
 
 
 def _enumerate() -> int:
+    mode = os.environ.get("MLPROBE_OPENCL_IMPORT")
+    if mode not in ("binding", "full"):
+        try:
+            path = _bundled_loader()
+            doc = enumerate_ctypes(_CtypesCL(path)) if path else None
+        except Exception:  # no such symbol, a loader that will not load: the binding's way below
+            doc = None
+        if doc is not None:
+            print(json.dumps(doc))
+            return 0
     try:
         cl = _binding()
     except Exception as exc:  # not installed, or its native library fails to load
@@ -166,22 +367,11 @@ def _enumerate() -> int:
             if "cl_nv_device_attribute_query" in ext:
                 cc = [_info(d, di, "COMPUTE_CAPABILITY_MAJOR_NV"),
                       _info(d, di, "COMPUTE_CAPABILITY_MINOR_NV")]
-            devs.append({
-                "name": (_info(d, di, "NAME") or "").strip() or None,
-                "type": _type_name(_info(d, di, "TYPE")),
-                "vendor": (_info(d, di, "VENDOR") or "").strip() or None,
-                "vendor_id": _info(d, di, "VENDOR_ID"),
-                "driver_version": _info(d, di, "DRIVER_VERSION"),
-                "version": _info(d, di, "VERSION"),
-                "opencl_c_version": _info(d, di, "OPENCL_C_VERSION"),
-                "compute_units": _info(d, di, "MAX_COMPUTE_UNITS"),
-                "global_memory_bytes": _info(d, di, "GLOBAL_MEM_SIZE"),
-                "host_unified_memory": bool(_info(d, di, "HOST_UNIFIED_MEMORY")),
-                "fp16": "cl_khr_fp16" in ext,
-                "fp64": "cl_khr_fp64" in ext or bool(_info(d, di, "DOUBLE_FP_CONFIG")),
-                "board_name": board,
-                "compute_capability": cc,
-            })
+            devs.append(_device_record(
+                _info(d, di, "NAME"), _type_name(_info(d, di, "TYPE")), _info(d, di, "VENDOR"),
+                _info(d, di, "VENDOR_ID"), _info(d, di, "DRIVER_VERSION"), _info(d, di, "VERSION"),
+                _info(d, di, "OPENCL_C_VERSION"), _info(d, di, "MAX_COMPUTE_UNITS"), _info(d, di, "GLOBAL_MEM_SIZE"),
+                _info(d, di, "HOST_UNIFIED_MEMORY"), ext, _info(d, di, "DOUBLE_FP_CONFIG"), board, cc))
         out.append({"name": _info(p, pi, "NAME"), "vendor": _info(p, pi, "VENDOR"),
                     "version": _info(p, pi, "VERSION"), "devices": devs})
     print(json.dumps({"platforms": out}))
