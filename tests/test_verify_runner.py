@@ -171,17 +171,17 @@ def test_exception_in_a_stage_is_unavailable_with_its_message() -> None:
 
 
 @needs_torch
-def test_absent_accelerator_request_is_unavailable_with_the_build_reason() -> None:
+def test_absent_accelerator_request_is_not_seen_with_the_build_reason() -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     doc = run_verify(framework="torch", device="cuda", cpu_peers=False, overrides=FAST)
     rec = only(doc, framework="torch", device="cuda")
-    assert rec["verdict"] == "UNAVAILABLE"
+    assert rec["verdict"] == "NOT_SEEN" and rec["listed_devices"] == ["cpu"]
     assert "CPU-only build" in rec["reason"] or "is_available" in rec["reason"]
     assert not any(r["device"] == "cpu" for r in doc["results"])  # no baseline without a device to compare
-    assert doc["exit_code"] == EXIT_UNAVAILABLE
+    assert doc["exit_code"] == EXIT_FAILURE  # a device asked for and not listed is a failure found
 
 
 def test_cli_json_prints_only_json_and_returns_the_exit_code(tmp_path: Path) -> None:
