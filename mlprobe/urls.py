@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from typing import Optional
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import LibraryError
 
@@ -54,7 +54,31 @@ def check_url(url: str, where: str) -> str:
         if not host:
             raise bad("it names no host")
         del port
-    return text.rstrip("/")
+    return strip_slash(text)
+
+
+def strip_slash(url: str) -> str:
+    """`url` without the trailing slash of its path (a query or fragment is left as it is)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rstrip("/")
+    if not parts.query and not parts.fragment:
+        return url.rstrip("/")
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
+
+def join_path(base: str, *segments: str, slash: bool = False) -> str:
+    """`base` with `segments` appended to its path, its query and fragment kept where they belong:
+    `…/whl?token=abc` + `cpu` is `…/whl/cpu?token=abc`, never `…/whl?token=abc/cpu`. Each segment is
+    percent-quoted; `slash` ends the path with "/" (a project page of a simple index)."""
+    parts = urlsplit(base)
+    path = parts.path.rstrip("/")
+    for seg in segments:
+        path += "/" + quote(seg.strip("/"), safe="-._~+!")
+    if slash:
+        path += "/"
+    return urlunsplit(parts._replace(path=path))
 
 
 def file_url_path(url: str) -> Optional[str]:

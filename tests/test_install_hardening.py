@@ -142,3 +142,34 @@ def test_a_hostile_recipe_file_is_refused_before_pip_or_python_runs(work: Path, 
         assert "[E513]" in cp.stderr and "Traceback" not in cp.stderr
         assert len(index.requests) == before, "the index was asked before the recipe was checked"
         assert not venv.exists() and not planted.exists()
+
+
+# ---------------------------------------------------------------- mirror URLs (item 20) -------
+
+@pytest.mark.parametrize("base,suffix,joined", [
+    ("http://127.0.0.1:9/whl", "cpu", "http://127.0.0.1:9/whl/cpu"),
+    ("http://127.0.0.1:9/whl/", "cpu", "http://127.0.0.1:9/whl/cpu"),
+    ("http://127.0.0.1:9/whl?token=abc&x=1", "cpu", "http://127.0.0.1:9/whl/cpu?token=abc&x=1"),
+    ("http://127.0.0.1:9/whl/?token=a/b#frag", "cu130", "http://127.0.0.1:9/whl/cu130?token=a/b#frag"),
+    ("http://127.0.0.1:9", "cpu", "http://127.0.0.1:9/cpu"),
+    ("http://u:p@127.0.0.1:9/w%20x?q=1", "rocm6.2", "http://u:p@127.0.0.1:9/w%20x/rocm6.2?q=1"),
+])
+def test_a_suffix_joins_the_path_of_a_url_not_its_query(base: str, suffix: str, joined: str) -> None:
+    from mlprobe.urls import join_path
+
+    assert join_path(base, suffix) == joined
+
+
+def test_a_mirror_with_a_query_keeps_it_in_the_plan_and_in_the_index_check() -> None:
+    from mlprobe.install.index import _project_url
+    from mlprobe.install.steps import _label_of
+    from mlprobe.plan.planner import make_plan
+    from tests.test_plan import FIXTURES, _report
+
+    env = {"MLPROBE_PYTORCH_INDEX_URL": "http://127.0.0.1:8080/whl?token=abc&x=1"}
+    plan = make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch", env=env)
+    top = plan["recommended"][0]
+    assert top["index_url"] == f"http://127.0.0.1:8080/whl/{top['index']}?token=abc&x=1"
+    assert _label_of(top["index"], top["index_url"]) == top["index"]
+    assert _label_of(None, top["index_url"]) == top["index"]
+    assert _project_url(top["index_url"], "torch") == f"http://127.0.0.1:8080/whl/{top['index']}/torch/?token=abc&x=1"

@@ -25,6 +25,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ParseError
+from ..urls import join_path
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -254,7 +255,7 @@ class IndexCheck:
 
 
 def _project_url(index_url: str, project: str) -> str:
-    return index_url.rstrip("/") + "/" + project + "/"
+    return join_path(index_url, project, slash=True)
 
 
 def host_of(url: str) -> str:

@@ -13,6 +13,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -99,7 +100,7 @@ def _label_of(index: Optional[str], url: Optional[str]) -> Optional[str]:
         return index.strip().strip("/") or None
     src = url or index
     if src:
-        tail = src.rstrip("/").rsplit("/", 1)[-1]
+        tail = urlsplit(src).path.rstrip("/").rsplit("/", 1)[-1]
         if tail and tail not in ("simple", "whl"):
             return tail
     return None
