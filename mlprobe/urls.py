@@ -5,7 +5,8 @@ error and never a confusing "HTTP 404" or a pip traceback later."""
 from __future__ import annotations
 
 import os
-from typing import Optional
+import re
+from typing import Any, Optional
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import LibraryError
@@ -18,6 +19,7 @@ class BadIndexLocation(LibraryError):
     folder does not exist (else the URL itself is malformed)."""
 
     def __init__(self, where: str, url: str, why: str, missing_folder: Optional[str] = None) -> None:
+        url, why = mask_credentials(url), mask_credentials(why)
         super().__init__(f"{where} is not a usable index location: {url!r} ({why})")
         self.where = where
         self.url = url
@@ -98,3 +100,35 @@ def check_file_url_exists(url: str, where: str) -> None:
     if path is not None and not os.path.isdir(path):
         raise BadIndexLocation(where, url, f"{url} is a file:// URL; pip reads the project pages from "
                                "that folder", missing_folder=path)
+
+
+# The user-information part of any URL in a text: everything between "scheme://" and the LAST "@"
+# before the host (a password may itself hold an "@": `user:pa@ss@host`).
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<auth>[^\s/?#]*)@")
+
+
+def _mask(m: "re.Match[str]") -> str:
+    auth = m.group("auth")
+    if ":" in auth:
+        return f"{m.group('scheme')}{auth.split(':', 1)[0]}:****@"
+    return f"{m.group('scheme')}****@"
+
+
+def mask_credentials(text: str) -> str:
+    """Every URL in `text` with its password (or its lone token) shown as pip shows it:
+    `https://user:****@host/…`, `https://****@host/…`. For anything printed or logged; the URL
+    itself still goes to pip and uv unmasked."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _USERINFO.sub(_mask, text)
+
+
+def mask_deep(value: Any) -> Any:
+    """mask_credentials over every string of a JSON-like document (keys included)."""
+    if isinstance(value, str):
+        return mask_credentials(value)
+    if isinstance(value, dict):
+        return {mask_deep(k): mask_deep(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask_deep(v) for v in value]
+    return value

@@ -41,6 +41,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build_wheel(folder, "demo-app", "1.0", requires=["goodlib>=2"])
     build_wheel(folder, "big-lib", "1.0", padding_bytes=3 * 1024 * 1024)
     build_wheel(folder, "big-app", "1.0", requires=["goodlib>=2", "big-lib"])
+    build_wheel(folder, "intruder", "1.0")  # no recipe asks for it: a leak installs it
     return folder
 
 
@@ -92,11 +93,9 @@ def recipe_file(work: Path, packages: "list[str]", **extra: object) -> Path:
 
 
 def installed(venv: Path) -> Dict[str, str]:
-    cp = subprocess.run([sys.executable, "-c", "import importlib.metadata as m, json, sys;"
+    cp = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", "import importlib.metadata as m, json;"
                          "print(json.dumps({d.metadata['Name'].lower(): d.version for d in m.distributions()}))"],
-                        capture_output=True, text=True, timeout=60,
-                        env={"PYTHONPATH": "", "PATH": os.environ.get("PATH", "")},
-                        executable=str(venv / "bin" / "python"))
+                        capture_output=True, text=True, timeout=60)
     return dict(json.loads(cp.stdout))
 
 
@@ -173,3 +172,180 @@ def test_a_mirror_with_a_query_keeps_it_in_the_plan_and_in_the_index_check() -> 
     assert _label_of(top["index"], top["index_url"]) == top["index"]
     assert _label_of(None, top["index_url"]) == top["index"]
     assert _project_url(top["index_url"], "torch") == f"http://127.0.0.1:8080/whl/{top['index']}/torch/?token=abc&x=1"
+
+
+# ---------------------------------------------------------------- credentials (item 5) -------
+
+SECRET = "s3cr3t-Pa55"
+
+
+@pytest.fixture()
+def auth_index(wheels: Path) -> Iterator[LocalIndex]:
+    with LocalIndex(wheels, IndexConfig(basic_auth=("alice", SECRET)), max_requests=3000, lifetime_s=240) as idx:
+        yield idx
+
+
+def _with_auth(url: str, password: str = SECRET) -> str:
+    return url.replace("http://", f"http://alice:{password}@", 1)
+
+
+def test_mask_credentials_as_pip_does() -> None:
+    from mlprobe.urls import mask_credentials
+
+    assert mask_credentials("http://alice:pw@h:9/simple/") == "http://alice:****@h:9/simple/"
+    assert mask_credentials("x https://oauth2accesstoken@h/ y") == "x https://****@h/ y"
+    assert mask_credentials("http://u:pass@word@h/") == "http://u:****@h/"
+    assert mask_credentials("file:///a@b/c and u:p@h") == "file:///a@b/c and u:p@h"
+
+
+def test_index_credentials_never_reach_the_screen_the_json_or_the_log(work: Path, auth_index: LocalIndex) -> None:
+    url = _with_auth(auth_index.url)
+    rec = str(recipe_file(work, ["demo-app"]))
+    shown = cli(work, "--recipe-file", rec, "--index-url", url, "--venv", str(work / "cwd" / "env"))
+    assert shown.returncode == 0, shown.stderr
+    as_json = cli(work, "--recipe-file", rec, "--index-url", url, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    wrong = cli(work, "--recipe-file", rec, "--index-url", _with_auth(auth_index.url, "wr0ng-" + SECRET))
+    assert wrong.returncode != 0
+    applied = cli(work, "--recipe-file", rec, "--index-url", url, "--apply", "--no-verify", "--without-pip",
+                  "--venv", str(work / "cwd" / "env"), "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert installed(work / "cwd" / "env").get("demo-app") == "1.0"  # the credentials did reach pip
+    logs = list((work / "cache" / "mlprobe" / "logs").glob("install-*.log"))
+    assert len(logs) == 1
+    for text in (shown.stdout, shown.stderr, as_json.stdout, as_json.stderr, wrong.stdout, wrong.stderr,
+                 applied.stdout, applied.stderr, logs[0].read_text()):
+        assert SECRET not in text
+    assert "alice:****@" in shown.stdout and "alice:****@" in logs[0].read_text()
+    doc = json.loads(as_json.stdout)
+    assert doc["recipe"]["sources"]["index_url"].startswith("http://alice:****@127.0.0.1")
+    assert stat.S_IMODE(logs[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(logs[0].parent.stat().st_mode) == 0o700
+
+
+def test_a_malformed_url_with_credentials_is_refused_masked() -> None:
+    from mlprobe.urls import BadIndexLocation, check_url
+
+    with pytest.raises(BadIndexLocation) as e:
+        check_url(f"http://alice:{SECRET}@127.0.0.1:notaport/simple", "--index-url")
+    assert SECRET not in str(e.value) and SECRET not in e.value.url and SECRET not in e.value.why
+
+
+def test_without_a_home_folder_the_log_goes_to_a_private_temp_folder(work: Path, index: LocalIndex,
+                                                                     tmp_path: Path) -> None:
+    home = tmp_path / "nonexistent"
+    # pip runs `rustc --version` for its user agent, and rustup's proxy then makes ~/.rustup: rustup's
+    # doing, not mlprobe's, so the Rust tools are left off PATH here.
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if ".cargo" not in p)
+    env = cli_env(work, HOME=str(home), TMPDIR=str(tmp_path / "tmp"), PATH=path)
+    env.pop("XDG_CACHE_HOME")
+    env.pop("PIP_NO_CACHE_DIR")  # pip's cache, too, must not make the home folder
+    (tmp_path / "tmp").mkdir()
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
+             "--no-verify", "--without-pip", "--venv", str(work / "cwd" / "env"), env=env)
+    assert cp.returncode == 0, cp.stderr
+    assert not home.exists(), "mlprobe created the missing home folder"
+    private = tmp_path / "tmp" / f"mlprobe-{os.getuid()}"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert list((private / "mlprobe" / "logs").glob("install-demo-*.log"))
+
+
+# ---------------------------------------------------------------- source isolation (item 4) --
+
+@pytest.fixture()
+def extra_index(extra_wheels: Path) -> Iterator[LocalIndex]:
+    with LocalIndex(extra_wheels, IndexConfig(), max_requests=3000, lifetime_s=240) as idx:
+        yield idx
+
+
+def _leak(case: str, work: Path, extra: LocalIndex) -> Dict[str, str]:
+    """The environment (and files) of one way to slip another source or package in."""
+    cwd, conf = work / "cwd", work / "conf"
+    conf.mkdir(exist_ok=True)
+    uv_toml = f'[pip]\nextra-index-url = ["{extra.url}"]\n'
+    env: Dict[str, str] = {}
+    if case == "uv.toml in the working folder":
+        (cwd / "uv.toml").write_text(uv_toml)
+    elif case == "[tool.uv] of a pyproject.toml above":
+        (work / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "0"\n'
+                                             f'[tool.uv.pip]\nextra-index-url = ["{extra.url}"]\n')
+    elif case == "UV_CONFIG_FILE":
+        (conf / "uv.toml").write_text(uv_toml)
+        env["UV_CONFIG_FILE"] = str(conf / "uv.toml")
+    elif case == "~/.config/uv":
+        (conf / "uv").mkdir()
+        (conf / "uv" / "uv.toml").write_text(uv_toml)
+        env["XDG_CONFIG_HOME"] = str(conf)
+    elif case == "UV_OVERRIDE":
+        (conf / "over.txt").write_text("goodlib==1.0\nintruder\n")
+        env["UV_OVERRIDE"] = str(conf / "over.txt")
+    elif case == "UV_CONSTRAINT":
+        (conf / "c.txt").write_text("goodlib==1.0\n")
+        env["UV_CONSTRAINT"] = str(conf / "c.txt")
+    elif case == "PIP_CONSTRAINT with an index line":
+        (conf / "c.txt").write_text(f"# pins\n--extra-index-url {extra.url}\ngoodlib<10\n")
+        env["PIP_CONSTRAINT"] = str(conf / "c.txt")
+    elif case == "PIP_CONSTRAINT including a file with a find-links line":
+        (conf / "inner.txt").write_text(f"--find-links {extra.folder}\n")
+        (conf / "c.txt").write_text("-c inner.txt\ngoodlib<10\n")
+        env["PIP_CONSTRAINT"] = str(conf / "c.txt")
+    elif case == "PIP_REQUIREMENT":
+        (conf / "r.txt").write_text("intruder\n")
+        env["PIP_REQUIREMENT"] = str(conf / "r.txt")
+    else:
+        raise AssertionError(case)
+    return env
+
+
+UV_CASES = ["uv.toml in the working folder", "[tool.uv] of a pyproject.toml above", "UV_CONFIG_FILE",
+            "~/.config/uv", "UV_OVERRIDE", "UV_CONSTRAINT"]
+PIP_CASES = ["PIP_CONSTRAINT with an index line", "PIP_CONSTRAINT including a file with a find-links line",
+             "PIP_REQUIREMENT"]
+
+
+@pytest.mark.parametrize("installer,case", [("uv", c) for c in UV_CASES] + [("pip", c) for c in PIP_CASES]
+                         + [("uv", "PIP_REQUIREMENT")])
+def test_configuration_cannot_add_a_source_or_a_package(work: Path, index: LocalIndex, extra_index: LocalIndex,
+                                                        installer: str, case: str) -> None:
+    if installer == "uv" and not os.path.exists(os.path.join(UV_DIR, "uv")):
+        pytest.skip("no uv")
+    env = cli_env(work, PATH=UV_DIR + os.pathsep + os.environ.get("PATH", ""), **_leak(case, work, extra_index))
+    venv = work / "cwd" / "env"
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
+             "--no-verify", "--without-pip", "--installer", installer, "--venv", str(venv), env=env)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    got = installed(venv)
+    assert got.get("demo-app") == "1.0" and got.get("goodlib") == "2.0" and "intruder" not in got, (case, got)
+    assert not [r for r in extra_index.requests if "/simple/" in r], "the other index was asked"
+    assert "set aside for this install" in cp.stdout, cp.stdout
+
+
+def test_a_constraints_file_keeps_its_constraints_without_its_options(work: Path, index: LocalIndex,
+                                                                      extra_index: LocalIndex) -> None:
+    conf = work / "conf"
+    conf.mkdir()
+    (conf / "c.txt").write_text(f"--extra-index-url {extra_index.url}\ngoodlib<2\n")
+    env = cli_env(work, PIP_CONSTRAINT=str(conf / "c.txt"))
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["goodlib"])), "--index-url", index.url, "--apply",
+             "--no-verify", "--without-pip", "--installer", "pip", "--venv", str(work / "cwd" / "env"), env=env)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert installed(work / "cwd" / "env").get("goodlib") == "1.0"  # the constraint still applies
+    assert f"--extra-index-url {extra_index.url}" in cp.stdout.replace("\n", " ").replace("  ", " ")
+
+
+def test_pip_env_clears_the_options_that_add_packages_or_move_them() -> None:
+    from mlprobe.install.backends import Sources, pip_env, uv_env
+
+    old = dict(os.environ)
+    try:
+        os.environ.update({"PIP_EDITABLE": "/src/x", "PIP_REQUIREMENT": "/r.txt", "PIP_TARGET": "/elsewhere",
+                           "PIP_PREFIX": "/p", "UV_INDEX_MIRROR_USERNAME": "u", "UV_TORCH_BACKEND": "auto"})
+        for s in (Sources(index_url="http://127.0.0.1:9/simple"), Sources(use_pip_config=True)):
+            env = pip_env(s)
+            assert env["PIP_EDITABLE"].split() == [] and env["PIP_REQUIREMENT"].split() == []
+            assert "PIP_TARGET" not in env and "PIP_PREFIX" not in env
+        uv = uv_env(Sources(index_url="http://127.0.0.1:9/simple"))
+        assert uv["UV_NO_CONFIG"] == "1" and "UV_TORCH_BACKEND" not in uv and "UV_INDEX_MIRROR_USERNAME" not in uv
+    finally:
+        os.environ.clear()
+        os.environ.update(old)

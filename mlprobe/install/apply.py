@@ -21,8 +21,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
+from ..urls import mask_credentials, mask_deep
 from . import activate
-from .backends import Backend, choose_backend, needs_pip, pip_command
+from .backends import Backend, choose_backend, needs_pip, pip_command, set_aside
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .proc import StepTimeout, Transcript, run_logged
 from .resolve import Failure, Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
@@ -85,7 +86,8 @@ class Preflight:
         return not self.problems
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        """The JSON of `install --json`, credentials in URLs masked (user:****@)."""
+        return mask_deep({
             "recipe": self.plan.to_dict(),
             "target": self.env.to_dict(),
             "installer": self.backend.name if self.backend else None,
@@ -96,7 +98,7 @@ class Preflight:
             "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step}
                          for p in self.problems],
             "ok": self.ok,
-        }
+        })
 
 
 # ---------------------------------------------------------------- the target ---------------
@@ -217,6 +219,10 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         if pip_only and opts.installer == "uv":
             raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
                              next_step="leave out --installer uv", ref="E513", kind="usage")
+    aside = set_aside(plan.sources, backend.name if backend else "pip")
+    if aside:
+        plan.notes.append("set aside for this install (they would add sources or packages the recipe does "
+                          "not name): " + "; ".join(aside))
     pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
     packages = list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
@@ -229,7 +235,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             plan.notes.extend(notes)
             pre.packages = packages
         except StageError as exc:
-            pre.problems.append(exc)
+            pre.problems.append(_masked(exc))
     pre.steps = plan_steps(plan, env, backend, pre.packages)
     # Index checks: one short request per (index, requirement), concurrently.
     indexes = plan.sources.checkable_indexes
@@ -268,7 +274,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             known.update(c.sizes)
         fill_sizes(res.dists, known)
     elif res.failure is not None and not pre.problems:
-        pre.problems.append(res.failure.to_error("unavailable"))
+        pre.problems.append(_masked(res.failure.to_error("unavailable")))
     pre.resolution = res
     return pre
 
@@ -289,17 +295,17 @@ class ApplyResult:
     seconds: float = 0.0
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"path": str(self.path) if self.path else None, "python": self.python,
+        return mask_deep({"path": str(self.path) if self.path else None, "python": self.python,
                 "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
-                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1)}
+                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error,
+                          "seconds": round(self.seconds, 1)})
 
 
 def default_log_path(recipe: str) -> Path:
-    if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "mlprobe" / "logs"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlprobe" / "logs"
+    from .guard import cache_base
+
+    base = cache_base() / "mlprobe" / "logs"
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe)
     return base / f"install-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
@@ -346,8 +352,8 @@ class _SignalsAsInterrupt:
 def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeout: float,
               env: Optional[Dict[str, str]] = None, on_start: Any = None) -> Any:
     try:
-        return run_logged(argv, timeout=timeout, transcript=transcript, env=env, on_line=progress.line,
-                          on_start=on_start)
+        return run_logged(argv, timeout=timeout, transcript=transcript, env=env,
+                          on_line=lambda line: progress.line(mask_credentials(line)), on_start=on_start)
     except StepTimeout as exc:
         raise StageError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
                          why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
@@ -363,6 +369,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     plan, env = pre.plan, pre.env
     started = time.perf_counter()
     log_path = opts.log or default_log_path(plan.recipe)
+    if opts.log is None:
+        from .guard import private_dir
+
+        private_dir(log_path.parent)  # mlprobe's own log folder: for this user only (0700)
     transcript = Transcript(log_path)
     transcript.note(f"mlprobe install --apply: recipe {plan.recipe} ({plan.title})")
     transcript.note(f"target: {env.mode} {env.path or env.python}; sources: {plan.sources.describe()}")
@@ -455,6 +465,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                          next_step=f"run the same command again when ready; the log is {log_path}",
                          ref="E507", kind="interrupted") from None
     except StageError as exc:
+        _masked(exc)
         summary = txn.report.summary() if txn.report else ""
         transcript.note(f"failed [{exc.ref}]: {exc.what}")
         transcript.close()
@@ -476,6 +487,14 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        activate_scripts=tuple(scripts_written), log=log_path, import_ok=import_ok,
                        verify=verify_doc, verify_error=verify_error,
                        seconds=time.perf_counter() - started)
+
+
+def _masked(exc: StageError) -> StageError:
+    """The error with every URL's credentials masked (pip's and uv's output included)."""
+    exc.what = mask_credentials(exc.what)
+    exc.why = mask_credentials(exc.why) if exc.why else exc.why
+    exc.next_step = mask_credentials(exc.next_step) if exc.next_step else exc.next_step
+    return exc
 
 
 def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:

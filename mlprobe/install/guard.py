@@ -33,12 +33,84 @@ _POSIX_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/
 _POSIX_ALLOWED = ("/usr/local", "/var/tmp", "/private/var/folders", "/private/var/tmp", "/var/folders")
 
 
-def state_dir() -> Path:
+def _home() -> Optional[Path]:
+    """The home folder when it exists; None for HOME=/nonexistent (a service account), which mlprobe
+    must not create."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    # Decided once per process: a child (pip asks `rustc --version`, and rustup makes ~/.rustup) may
+    # create the home folder mid-way, and the lock, the journal and the log must stay in one place.
+    key = str(home)
+    if key not in _HOME_SEEN:
+        _HOME_SEEN[key] = home.is_absolute() and home.is_dir()
+    return home if _HOME_SEEN[key] else None
+
+
+_HOME_SEEN: Dict[str, bool] = {}
+
+
+def has_home() -> bool:
+    return _home() is not None
+
+
+def _private_temp() -> Path:
+    """<temp>/mlprobe-<uid>: made 0700 by this user, refused when someone else owns it or it is a link."""
+    import tempfile
+
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"mlprobe-{uid}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    import stat as _stat
+
+    if not _stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != uid) \
+            or (os.name != "nt" and st.st_mode & 0o077):
+        raise StageError(f"{folder} is not a private folder of this user",
+                         why="HOME has no folder, so mlprobe keeps its logs and journals there",
+                         next_step="set XDG_CACHE_HOME to a folder of yours", ref="E521", kind="usage")
+    return folder
+
+
+def cache_base() -> Path:
+    """Where mlprobe keeps its own files: %LOCALAPPDATA%, $XDG_CACHE_HOME (an absolute path, as the XDG
+    spec asks) or ~/.cache; when there is no home folder, a private folder in the temp folder."""
     if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "mlprobe" / "transactions"
+        local = os.environ.get("LOCALAPPDATA")
+        if local:
+            return Path(local)
+        home = _home()
+        return home / "AppData" / "Local" if home else _private_temp()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg)
+    home = _home()
+    return home / ".cache" if home else _private_temp()
+
+
+def private_dir(folder: Path) -> Path:
+    """`folder` (and its missing parents) made; the last one only for this user (0700)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    if os.name != "nt":
+        try:
+            st = os.stat(folder)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(folder, 0o700)
+        except OSError:
+            pass
+    return folder
+
+
+def state_dir() -> Path:
+    return cache_base() / "mlprobe" / "transactions"
 
 
 def target_key(target: str) -> str:
@@ -103,8 +175,7 @@ class TargetLock:
         from filelock import FileLock
 
         self.target = target
-        folder = state_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_dir(state_dir())
         self.path = folder / f"{target_key(target)}.lock"
         self.info = folder / f"{target_key(target)}.owner"
         self._lock = FileLock(str(self.path))
@@ -143,7 +214,7 @@ class TargetLock:
 def write_journal(target: str, doc: Dict[str, Any]) -> Path:
     """Atomically (write, fsync, rename): a journal is either the old one or the new one."""
     path = journal_path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     data = json.dumps(dict(doc, journal_version=JOURNAL_VERSION, target=target, pid=os.getpid(),
                            written=time.time()))
