@@ -349,3 +349,195 @@ def test_pip_env_clears_the_options_that_add_packages_or_move_them() -> None:
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+# ---------------------------------------------------------------- journals (items 1 and 16) ---
+
+SLOW = "big_lib-1.0-py3-none-any.whl"
+
+
+@pytest.fixture()
+def slow_index(wheels: Path) -> Iterator[LocalIndex]:
+    cfg = IndexConfig(slow_files={SLOW}, slow_chunk=16 * 1024, slow_tick_s=0.05, slow_from_nth=2)
+    with LocalIndex(wheels, cfg, max_requests=800, lifetime_s=240) as idx:
+        yield idx
+
+
+def _killed_midway(work: Path, idx: LocalIndex, venv: Path, *extra: str) -> None:
+    """`install --apply` into venv, killed (-9, the whole group) while pip downloads."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlprobe", "install", "--recipe-file", str(recipe_file(work, ["big-app"])),
+         "--index-url", idx.url, "--apply", "--no-verify", "--installer", "pip", "--venv", str(venv), *extra],
+        cwd=work / "cwd", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(work),
+        start_new_session=True)
+    try:
+        if not idx.slow_started.wait(120):
+            proc.kill()
+            pytest.fail(f"the slow download never started: {proc.communicate()[1][-2000:]}")
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    idx.config.slow_files.clear()
+    idx.slow_started.clear()
+    time.sleep(0.5)  # the supervisor's SIGKILL of pip's group lands
+
+
+def _later() -> None:
+    """What the person does comes well after the dead install's last sign of life."""
+    import time
+
+    from mlprobe.install import transaction
+
+    time.sleep(getattr(transaction, "HEARTBEAT_S", 1.0) + getattr(transaction, "SETTLE_S", 3.0) + 0.5)
+
+
+def _venv_with(path: Path, index: LocalIndex, *packages: str) -> Path:
+    from tests.pep503_server import make_venv, pip_install
+
+    py = make_venv(path)
+    if packages:
+        pip_install(py, index.url, *packages)
+    return py
+
+
+def test_a_venv_re_created_after_a_killed_run_is_not_removed(work: Path, slow_index: LocalIndex) -> None:
+    venv = work / "cwd" / "env"
+    _killed_midway(work, slow_index, venv, "--without-pip")
+    assert (venv / "pyvenv.cfg").is_file()
+    shutil.rmtree(venv)  # the person starts over by hand and puts work in it
+    _venv_with(venv, slow_index)
+    (venv / "notebook.ipynb").write_text("my work")
+    for args in (("--recover",), ("--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url",
+                                  slow_index.url, "--apply", "--no-verify", "--venv", str(venv))):
+        cp = cli(work, *args)
+        assert cp.returncode == 1, cp.stderr
+        assert "[E511]" in cp.stderr and "changed since" in cp.stderr and "removed" not in cp.stderr, cp.stderr
+        assert (venv / "notebook.ipynb").read_text() == "my work" and (venv / "pyvenv.cfg").is_file()
+
+
+def test_files_and_packages_added_after_a_killed_run_are_not_removed(work: Path, slow_index: LocalIndex) -> None:
+    from tests.pep503_server import pip_install
+
+    venv = work / "cwd" / "env"
+    py = _venv_with(venv, slow_index, "goodlib==1.0")
+    _killed_midway(work, slow_index, venv)
+    _later()
+    (venv / "mywork").mkdir()
+    (venv / "mywork" / "results.csv").write_text("1,2,3")
+    pip_install(py, slow_index.url, "intruder")  # a package the person wanted
+    cp = cli(work, "--recover")
+    assert cp.returncode == 1 and "[E511]" in cp.stderr and "changed since" in cp.stderr, cp.stderr
+    assert "new file(s) removed" not in cp.stderr
+    assert (venv / "mywork" / "results.csv").read_text() == "1,2,3"
+    assert "intruder" in installed(venv)
+    assert "delete" in cp.stderr  # how to let mlprobe forget it
+
+
+def test_a_killed_run_through_a_symlink_never_rolls_back_what_the_link_points_to_now(
+        work: Path, slow_index: LocalIndex) -> None:
+    from tests.pep503_server import tree_state
+
+    a, b, link = work / "cwd" / "a", work / "cwd" / "b", work / "cwd" / "link"
+    _venv_with(a, slow_index, "goodlib==1.0")
+    _venv_with(b, slow_index, "goodlib==1.0")
+    (b / "precious.txt").write_text("keep me")
+    link.symlink_to(a)
+    a_before = tree_state(a)
+    _killed_midway(work, slow_index, link)
+    b_before = tree_state(b)
+    link.unlink()
+    link.symlink_to(b)  # the link now leads to the other venv
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", slow_index.url,
+             "--apply", "--no-verify", "--venv", str(a))
+    assert cp.returncode == 0, cp.stderr
+    assert "rolled back an interrupted install" in cp.stderr
+    assert tree_state(b) == b_before, "the venv the link points to now was changed"
+    assert "demo-app" in installed(a) and (b / "precious.txt").is_file()
+    del a_before
+
+
+def _journal_file(work: Path, venv: Path) -> Path:
+    from mlprobe.install.guard import journal_path
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(work / "cache")
+    try:
+        path = journal_path(str(venv))
+    finally:
+        if old is None:
+            os.environ.pop("XDG_CACHE_HOME")
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _bad_journals(venv: Path) -> Dict[str, str]:
+    from mlprobe.install.guard import JOURNAL_VERSION
+
+    good = {"journal_version": JOURNAL_VERSION, "target": str(venv), "pid": 1, "token": "t", "new_venv": None,
+            "env_python": str(venv / "bin" / "python"), "roots": [str(venv)], "shallow": [], "backups": {},
+            "backup_dir": None, "identity": {}, "marked": False, "marker_root": None,
+            "before": {"dists": {}, "files": {}, "dirs": []}}
+    text = json.dumps(good)
+    return {
+        "truncated": text[: len(text) // 2],
+        "empty": "",
+        "a list": "[]",
+        "roots a number": json.dumps(dict(good, roots=5)),
+        "new_venv a number": json.dumps(dict(good, new_venv=5)),
+        "a file state of strings": json.dumps(dict(good, before={"files": {"/x": ["big", "old"]}})),
+        "dists of numbers": json.dumps(dict(good, before={"dists": {"six": 1}})),
+        "backups a list": json.dumps(dict(good, backups=["x"])),
+        "target a number": json.dumps(dict(good, target=7)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_journals(Path("/x"))))
+def test_recover_and_apply_agree_on_a_bad_journal(work: Path, index: LocalIndex, case: str) -> None:
+    venv = work / "cwd" / "env"
+    _venv_with(venv, index)
+    _journal_file(work, venv).write_text(_bad_journals(venv)[case])
+    rec = cli(work, "--recover")
+    app = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
+              "--no-verify", "--venv", str(venv))
+    for cp in (rec, app):
+        assert cp.returncode == 1, (case, cp.returncode, cp.stderr)
+        assert "[E511]" in cp.stderr and "cannot read" in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
+        assert str(_journal_file(work, venv)) in cp.stderr
+    assert "demo-app" not in installed(venv)
+
+
+def test_a_dangling_symlink_as_venv_is_refused_plainly(work: Path, index: LocalIndex) -> None:
+    link = work / "cwd" / "env"
+    link.symlink_to(work / "nowhere" / "env")
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
+             "--no-verify", "--venv", str(link))
+    assert cp.returncode == 2 and "[E509]" in cp.stderr and "symbolic link" in cp.stderr, cp.stderr
+    assert "removed the half-made" not in cp.stderr and "apt" not in cp.stderr
+    assert link.is_symlink() and not (work / "nowhere").exists()
+
+
+def test_a_link_to_an_empty_folder_is_emptied_again_not_removed(work: Path, index: LocalIndex) -> None:
+    real = work / "real-env"
+    real.mkdir()
+    link = work / "cwd" / "env"
+    link.symlink_to(real)
+    bad = build_wheel(index.folder, "bad-import", "1.0",
+                      modules={"bad_import/__init__.py": "raise ImportError('planted')\n"})
+    try:
+        cp = cli(work, "--recipe-file", str(recipe_file(work, ["bad-import"], imports=["bad_import"])),
+                 "--index-url", index.url, "--apply", "--no-verify", "--without-pip", "--venv", str(link))
+    finally:
+        bad.unlink()
+    assert cp.returncode == 1 and "[E516]" in cp.stderr, cp.stderr
+    assert "removed the half-made environment" not in cp.stderr and "apt" not in cp.stderr
+    assert "the folder stays, empty" in cp.stderr
+    assert link.is_symlink() and real.is_dir() and list(real.iterdir()) == []

@@ -386,7 +386,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                           journal=journal)
     elif env.mode == "venv":
         assert env.path is not None
-        txn = Transaction(transcript, env_python=env.python, roots=[env.path], journal=journal)
+        txn = Transaction(transcript, env_python=env.python, roots=[env.path], journal=journal,
+                          marker_root=env.path)
     else:
         roots = sorted({Path(p) for p in (info.purelib, info.platlib, info.scripts) if p})
         txn = Transaction(transcript, env_python=env.python, roots=roots, shallow=[Path(info.prefix)],
@@ -399,12 +400,15 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             if env.mode == "new-venv":
                 assert env.path is not None
                 progress.step(f"creating {env.path}")
-                r = _run_step(create_venv_argv(env.python, env.path, opts.with_pip), transcript, progress,
+                txn.claim_new_venv()
+                assert txn.new_venv is not None  # the real folder: `python -m venv` does not follow a link
+                r = _run_step(create_venv_argv(env.python, txn.new_venv, opts.with_pip), transcript, progress,
                               VENV_TIMEOUT_S)
                 if r.rc != 0:
+                    no_venv_module = "ensurepip" in r.output or "No module named venv" in r.output
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
-                                     next_step="on Debian/Ubuntu: `apt install python3-venv`; "
-                                                 "or pass --venv PATH",
+                                     next_step=("on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH"
+                                                if no_venv_module else "pass another --venv PATH"),
                                      ref="E509", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)

@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import StageError
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: resolved paths, folder identities, a mark, a heartbeat
 
 # Folders a venv never belongs in. A path equal to one of these, or inside one, is refused unless
 # --force; the exceptions are the usual writable places inside them.
@@ -171,13 +171,14 @@ def check_location(path: Path, force: bool) -> None:
 class TargetLock:
     """An exclusive lock on one install target; a second holder is refused at once, naming the first."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, key: Optional[str] = None) -> None:
         from filelock import FileLock
 
         self.target = target
         folder = private_dir(state_dir())
-        self.path = folder / f"{target_key(target)}.lock"
-        self.info = folder / f"{target_key(target)}.owner"
+        key = key or target_key(target)
+        self.path = folder / f"{key}.lock"
+        self.info = folder / f"{key}.owner"
         self._lock = FileLock(str(self.path))
 
     def __enter__(self) -> "TargetLock":
@@ -226,15 +227,33 @@ def write_journal(target: str, doc: Dict[str, Any]) -> Path:
     return path
 
 
-def read_journal(target: str) -> Optional[Dict[str, Any]]:
-    path = journal_path(target)
+def _read(path: Path) -> Optional[Dict[str, Any]]:
+    """A journal file as a dict, with `alive_at` (its last touch); {"broken": True, "why": …} when it
+    is not a JSON object naming its target; None when there is none."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        alive = path.stat().st_mtime
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return {"broken": True, "target": target}
-    return doc if isinstance(doc, dict) else {"broken": True, "target": target}
+    except OSError as exc:
+        return {"broken": True, "why": str(exc), "path": str(path)}
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return {"broken": True, "why": f"not JSON ({str(exc)[:120]}); truncated?", "path": str(path)}
+    if not isinstance(doc, dict) or not isinstance(doc.get("target"), str) or not doc["target"]:
+        return {"broken": True, "why": "not a journal object naming its target", "path": str(path)}
+    doc["alive_at"] = alive
+    doc["path"] = str(path)
+    return doc
+
+
+def read_journal(target: str) -> Optional[Dict[str, Any]]:
+    return _read(journal_path(target))
+
+
+def read_journal_file(path: Path) -> Optional[Dict[str, Any]]:
+    return _read(path)
 
 
 def drop_journal(target: str) -> None:
@@ -245,17 +264,15 @@ def drop_journal(target: str) -> None:
 
 
 def all_journals() -> Iterator[Dict[str, Any]]:
+    """Every journal, the unreadable ones included (as {"broken": True, "path": …, "why": …})."""
     folder = state_dir()
     if not folder.is_dir():
         return
     for p in sorted(folder.glob("*.journal.json")):
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("target"), str):
+        doc = _read(p)
+        if doc is not None:
             yield doc
 
 
 def pending_targets() -> List[str]:
-    return [str(d["target"]) for d in all_journals()]
+    return [str(d["target"]) for d in all_journals() if not d.get("broken")]
