@@ -541,3 +541,35 @@ def test_a_link_to_an_empty_folder_is_emptied_again_not_removed(work: Path, inde
     assert "removed the half-made environment" not in cp.stderr and "apt" not in cp.stderr
     assert "the folder stays, empty" in cp.stderr
     assert link.is_symlink() and real.is_dir() and list(real.iterdir()) == []
+
+
+# ---------------------------------------------------------------- capture (items 2 and 21) ----
+
+_NO_ROOM = ("import resource, runpy, signal, sys\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"  # a write past the limit fails (EFBIG)
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"  # like a full disk: no byte fits
+            "sys.argv = ['mlprobe'] + sys.argv[1:]\n"
+            "runpy.run_module('mlprobe', run_name='__main__')\n")
+
+
+def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    full = subprocess.run([sys.executable, "-c", _NO_ROOM, "capture", str(out)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert not out.exists() or [p.name for p in out.iterdir()] == [], "a partial bundle blocks the retry"
+    assert full.returncode == 1, full.stderr
+    assert "[E104]" in full.stderr and "Traceback" not in full.stderr, full.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name != "bundle"] == []  # no staging folder left
+    again = subprocess.run([sys.executable, "-m", "mlprobe", "capture", str(out)], capture_output=True, text=True,
+                           timeout=300, env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (out / "host.json").stat().st_size > 0
+    assert "NOT redacted" in again.stderr and "mlprobe report --replay" in again.stderr
+    assert "NOT redacted" in (out / "NOTICE-unredacted.txt").read_text()
+    quiet = subprocess.run([sys.executable, "-m", "mlprobe", "--quiet", "capture", str(tmp_path / "b2")],
+                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert quiet.returncode == 0 and "NOT redacted" in quiet.stderr, quiet.stderr
+    replay = subprocess.run([sys.executable, "-m", "mlprobe", "scan", "--replay", str(out), "--json"],
+                            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
