@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import LibraryError
@@ -132,3 +132,8 @@ def mask_deep(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [mask_deep(v) for v in value]
     return value
+
+
+def mask_doc(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """mask_deep for one JSON object."""
+    return {mask_credentials(k): mask_deep(v) for k, v in doc.items()}

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
-from ..urls import mask_credentials, mask_deep
+from ..urls import mask_credentials, mask_doc
 from . import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command, set_aside
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
@@ -87,7 +87,7 @@ class Preflight:
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON of `install --json`, credentials in URLs masked (user:****@)."""
-        return mask_deep({
+        return mask_doc({
             "recipe": self.plan.to_dict(),
             "target": self.env.to_dict(),
             "installer": self.backend.name if self.backend else None,
@@ -295,7 +295,7 @@ class ApplyResult:
     seconds: float = 0.0
 
     def to_dict(self) -> Dict[str, Any]:
-        return mask_deep({"path": str(self.path) if self.path else None, "python": self.python,
+        return mask_doc({"path": str(self.path) if self.path else None, "python": self.python,
                 "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
                 "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error,

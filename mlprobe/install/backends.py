@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..urls import mask_credentials, mask_deep
+from ..urls import mask_credentials, mask_doc
 
 # The pip options that choose sources; neutralised when mlprobe chooses the sources itself. pip
 # skips EMPTY configuration values, so a single space is what clears a list option (" ".split() == []).
@@ -81,9 +81,9 @@ class Sources:
         return "; ".join(parts)
 
     def to_dict(self) -> Dict[str, Any]:
-        d = mask_deep(asdict(self))
+        d = mask_doc(asdict(self))
         d["description"] = self.describe()
-        return dict(d)
+        return d
 
 
 def default_index_url() -> Optional[str]:
