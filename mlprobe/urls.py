@@ -5,8 +5,9 @@ error and never a confusing "HTTP 404" or a pip traceback later."""
 from __future__ import annotations
 
 import os
-from typing import Optional
-from urllib.parse import unquote, urlsplit
+import re
+from typing import Any, Dict, Optional
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import LibraryError
 
@@ -18,6 +19,7 @@ class BadIndexLocation(LibraryError):
     folder does not exist (else the URL itself is malformed)."""
 
     def __init__(self, where: str, url: str, why: str, missing_folder: Optional[str] = None) -> None:
+        url, why = mask_credentials(url), mask_credentials(why)
         super().__init__(f"{where} is not a usable index location: {url!r} ({why})")
         self.where = where
         self.url = url
@@ -54,7 +56,31 @@ def check_url(url: str, where: str) -> str:
         if not host:
             raise bad("it names no host")
         del port
-    return text.rstrip("/")
+    return strip_slash(text)
+
+
+def strip_slash(url: str) -> str:
+    """`url` without the trailing slash of its path (a query or fragment is left as it is)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rstrip("/")
+    if not parts.query and not parts.fragment:
+        return url.rstrip("/")
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
+
+def join_path(base: str, *segments: str, slash: bool = False) -> str:
+    """`base` with `segments` appended to its path, its query and fragment kept where they belong:
+    `…/whl?token=abc` + `cpu` is `…/whl/cpu?token=abc`, never `…/whl?token=abc/cpu`. Each segment is
+    percent-quoted; `slash` ends the path with "/" (a project page of a simple index)."""
+    parts = urlsplit(base)
+    path = parts.path.rstrip("/")
+    for seg in segments:
+        path += "/" + quote(seg.strip("/"), safe="-._~+!")
+    if slash:
+        path += "/"
+    return urlunsplit(parts._replace(path=path))
 
 
 def file_url_path(url: str) -> Optional[str]:
@@ -74,3 +100,40 @@ def check_file_url_exists(url: str, where: str) -> None:
     if path is not None and not os.path.isdir(path):
         raise BadIndexLocation(where, url, f"{url} is a file:// URL; pip reads the project pages from "
                                "that folder", missing_folder=path)
+
+
+# The user-information part of any URL in a text: everything between "scheme://" and the LAST "@"
+# before the host (a password may itself hold an "@": `user:pa@ss@host`).
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<auth>[^\s/?#]*)@")
+
+
+def _mask(m: "re.Match[str]") -> str:
+    auth = m.group("auth")
+    if ":" in auth:
+        return f"{m.group('scheme')}{auth.split(':', 1)[0]}:****@"
+    return f"{m.group('scheme')}****@"
+
+
+def mask_credentials(text: str) -> str:
+    """Every URL in `text` with its password (or its lone token) shown as pip shows it:
+    `https://user:****@host/…`, `https://****@host/…`. For anything printed or logged; the URL
+    itself still goes to pip and uv unmasked."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _USERINFO.sub(_mask, text)
+
+
+def mask_deep(value: Any) -> Any:
+    """mask_credentials over every string of a JSON-like document (keys included)."""
+    if isinstance(value, str):
+        return mask_credentials(value)
+    if isinstance(value, dict):
+        return {mask_deep(k): mask_deep(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask_deep(v) for v in value]
+    return value
+
+
+def mask_doc(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """mask_deep for one JSON object."""
+    return {mask_credentials(k): mask_deep(v) for k, v in doc.items()}

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -113,6 +113,7 @@ class IndexConfig:
     serve_metadata: bool = True  # PEP 658 `.metadata` files next to wheels
     status_override: Optional[int] = None  # every request answers this status (index "down" with 503)
     json_api: bool = True  # answer PEP 691 JSON when asked
+    basic_auth: Optional[Tuple[str, str]] = None  # (user, password) every request must carry
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -139,6 +140,14 @@ class _Handler(BaseHTTPRequestHandler):
         idx = self.server.index
         idx._count_request(self.path)
         cfg = idx.config
+        if cfg.basic_auth is not None:
+            token = base64.b64encode(":".join(cfg.basic_auth).encode()).decode()
+            if self.headers.get("Authorization", "") != f"Basic {token}":
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="mlprobe-tests"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         if cfg.status_override:
             self._send(cfg.status_override, b"unavailable\n", "text/plain", head)
             return

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import ui
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,7 +17,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scan.host import shared_live_host, write_bundle
+    from ..scan.host import UNREDACTED_NOTICE, shared_live_host, write_bundle
 
     folder = Path(args.dir)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -32,11 +33,22 @@ def run(args: argparse.Namespace) -> int:
             f"cannot create the folder {folder}", why=exc.strerror or str(exc),
             next_step="pass a folder name in a place you can write to", ref="E103", exit_code=EXIT_USAGE,
         ) from None
-    caps = write_bundle(shared_live_host(), folder)
+    try:
+        caps = write_bundle(shared_live_host(), folder)
+    except OSError as exc:
+        raise MlprobeError(
+            f"cannot write the bundle {folder}", why=exc.strerror or str(exc),
+            next_step="nothing was left behind; free some space (or pick another place), then run the same "
+                      "command again", ref="E104", exit_code=EXIT_FAILURE,
+        ) from None
     written = sorted(n for n, c in caps.items() if c.status == "ok")
     failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))
     print(f"wrote {len(written)} captures to {folder}: {', '.join(written)}")
     for f in failed:
         ui.note(f"  not captured: {ui.safe(f)}")
     print(f"replay with: mlprobe scan --replay {folder}")
+    # Always said, --quiet or not: the bundle is the machine's raw data.
+    print(f"note: the bundle is NOT redacted (host names, serial numbers, paths and environment variables "
+          f"are in it as the tools printed them; {folder / UNREDACTED_NOTICE} says so too); to share it, "
+          f"use `mlprobe report --replay {folder}`, which is redacted", file=sys.stderr)
     return 0

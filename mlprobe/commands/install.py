@@ -208,22 +208,35 @@ def _plan_python(python: "str | None") -> "str | None":
 def _recover_all(args: argparse.Namespace) -> int:
     import sys
 
-    from ..errors import EXIT_OK
-    from ..install.guard import TargetLock, pending_targets
-    from ..install.transaction import recover
+    from ..errors import EXIT_OK, StageError
+    from ..install.guard import TargetLock, all_journals, journal_path
+    from ..install.transaction import recover, unreadable_journal
     from .common import print_json
 
     wanted = None
     if args.venv:
-        wanted = str(Path(args.venv).expanduser().absolute())
+        wanted = journal_path(str(Path(args.venv).expanduser().absolute()))
     done = []
-    for target in pending_targets():
-        if wanted and target != wanted:
+    problems = []
+    for doc in list(all_journals()):
+        if wanted and Path(doc["path"]) != wanted:
             continue
-        with TargetLock(target):
-            what = recover(target)
+        if doc.get("broken"):  # the same refusal an --apply into that target gives
+            problems.append(unreadable_journal(Path(doc["path"]), str(doc.get("why"))))
+            continue
+        target = str(doc["target"])
+        try:  # by the journal's own key: the path may lead elsewhere by now (a symlink re-pointed)
+            with TargetLock(target, key=Path(doc["path"]).name.split(".")[0]):
+                what = recover(target, journal=Path(doc["path"]))
+        except StageError as exc:
+            problems.append(exc)
+            continue
         if what:
             done.append(what)
+    if problems:
+        for line in done:
+            print(line, file=sys.stderr)
+        raise problems[0]
     if args.json:
         print_json({"schema": "mlprobe.install-recover/1", "recovered": done})
     else:

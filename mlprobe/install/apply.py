@@ -21,10 +21,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
+from ..urls import mask_credentials, mask_doc
 from . import activate, keep
+from .backends import Backend, choose_backend, needs_pip, pip_command, set_aside
 from .lock import LOCK_NAME
 from .pin import PinSet
-from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .proc import StepTimeout, Transcript, run_logged, run_quiet
 from .resolve import (Failure, Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants,
@@ -88,7 +89,8 @@ class Preflight:
         return not self.problems
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        """The JSON of `install --json`, credentials in URLs masked (user:****@)."""
+        return mask_doc({
             "recipe": self.plan.to_dict(),
             "target": self.env.to_dict(),
             "installer": self.backend.name if self.backend else None,
@@ -99,7 +101,7 @@ class Preflight:
             "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step}
                          for p in self.problems],
             "ok": self.ok,
-        }
+        })
 
 
 # ---------------------------------------------------------------- the target ---------------
@@ -236,6 +238,10 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         if pip_only and opts.installer == "uv":
             raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
                              next_step="leave out --installer uv", ref="E513", kind="usage")
+    aside = set_aside(plan.sources, backend.name if backend else "pip")
+    if aside:
+        plan.notes.append("set aside for this install (they would add sources or packages the recipe does "
+                          "not name): " + "; ".join(aside))
     pip_cmd = list(backend.pip) if backend and backend.pip else [sys.executable, "-m", "pip"]
     packages = [] if plan.lock_requirements else list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
@@ -248,7 +254,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             plan.notes.extend(notes)
             pre.packages = packages
         except StageError as exc:
-            pre.problems.append(exc)
+            pre.problems.append(_masked(exc))
     pre.steps = plan_steps(plan, env, backend, pre.packages)
     # Index checks: one short request per (index, requirement), concurrently.
     indexes = plan.sources.checkable_indexes
@@ -293,7 +299,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
             known.update(c.sizes)
         fill_sizes(res.dists, known)
     elif res.failure is not None and not pre.problems:
-        pre.problems.append(res.failure.to_error("unavailable"))
+        pre.problems.append(_masked(res.failure.to_error("unavailable")))
     pre.resolution = res
     return pre
 
@@ -320,20 +326,19 @@ class ApplyResult:
     remarks: Tuple[str, ...] = ()
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"path": str(self.path) if self.path else None, "python": self.python,
+        return mask_doc({"path": str(self.path) if self.path else None, "python": self.python,
                 "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
-                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1),
-                "device_note": self.device_note,
+                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error,
+                "seconds": round(self.seconds, 1), "device_note": self.device_note,
                 "pins": list(self.pins), "pins_file": self.pins_file, "lock": self.lock,
-                "lock_error": self.lock_error, "remarks": list(self.remarks)}
+                "lock_error": self.lock_error, "remarks": list(self.remarks)})
 
 
 def default_log_path(recipe: str) -> Path:
-    if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "mlprobe" / "logs"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlprobe" / "logs"
+    from .guard import cache_base
+
+    base = cache_base() / "mlprobe" / "logs"
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe)
     return base / f"install-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
@@ -380,8 +385,8 @@ class _SignalsAsInterrupt:
 def _run_step(argv: List[str], transcript: Transcript, progress: Progress, timeout: float,
               env: Optional[Dict[str, str]] = None, on_start: Any = None) -> Any:
     try:
-        return run_logged(argv, timeout=timeout, transcript=transcript, env=env, on_line=progress.line,
-                          on_start=on_start)
+        return run_logged(argv, timeout=timeout, transcript=transcript, env=env,
+                          on_line=lambda line: progress.line(mask_credentials(line)), on_start=on_start)
     except StepTimeout as exc:
         raise StageError(f"{os.path.basename(argv[0])} did not finish within {exc.seconds:g} s",
                          why=" ".join(argv[:6]) + " …", next_step="raise --timeout, or check the network",
@@ -397,6 +402,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     plan, env = pre.plan, pre.env
     started = time.perf_counter()
     log_path = opts.log or default_log_path(plan.recipe)
+    if opts.log is None:
+        from .guard import private_dir
+
+        private_dir(log_path.parent)  # mlprobe's own log folder: for this user only (0700)
     transcript = Transcript(log_path)
     transcript.note(f"mlprobe install --apply: recipe {plan.recipe} ({plan.title})")
     transcript.note(f"target: {env.mode} {env.path or env.python}; sources: {plan.sources.describe()}")
@@ -410,7 +419,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                           journal=journal)
     elif env.mode == "venv":
         assert env.path is not None
-        txn = Transaction(transcript, env_python=env.python, roots=[env.path], journal=journal)
+        txn = Transaction(transcript, env_python=env.python, roots=[env.path], journal=journal,
+                          marker_root=env.path)
     else:
         roots = sorted({Path(p) for p in (info.purelib, info.platlib, info.scripts) if p})
         txn = Transaction(transcript, env_python=env.python, roots=roots, shallow=[Path(info.prefix)],
@@ -426,12 +436,15 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             if env.mode == "new-venv":
                 assert env.path is not None
                 progress.step(f"creating {env.path}")
-                r = _run_step(create_venv_argv(env.python, env.path, opts.with_pip), transcript, progress,
+                txn.claim_new_venv()
+                assert txn.new_venv is not None  # the real folder: `python -m venv` does not follow a link
+                r = _run_step(create_venv_argv(env.python, txn.new_venv, opts.with_pip), transcript, progress,
                               VENV_TIMEOUT_S)
                 if r.rc != 0:
+                    no_venv_module = "ensurepip" in r.output or "No module named venv" in r.output
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
-                                     next_step="on Debian/Ubuntu: `apt install python3-venv`; "
-                                                 "or pass --venv PATH",
+                                     next_step=("on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH"
+                                                if no_venv_module else "pass another --venv PATH"),
                                      ref="E509", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
@@ -498,6 +511,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                          next_step=f"run the same command again when ready; the log is {log_path}",
                          ref="E507", kind="interrupted") from None
     except StageError as exc:
+        _masked(exc)
         summary = txn.report.summary() if txn.report else ""
         transcript.note(f"failed [{exc.ref}]: {exc.what}")
         transcript.close()
@@ -647,6 +661,14 @@ def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend
         return None, str(exc)[:300]
     progress.done(f"lock written: {out}")
     return str(out), None
+
+
+def _masked(exc: StageError) -> StageError:
+    """The error with every URL's credentials masked (pip's and uv's output included)."""
+    exc.what = mask_credentials(exc.what)
+    exc.why = mask_credentials(exc.why) if exc.why else exc.why
+    exc.next_step = mask_credentials(exc.next_step) if exc.next_step else exc.next_step
+    return exc
 
 
 def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:

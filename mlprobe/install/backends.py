@@ -19,11 +19,27 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..urls import mask_credentials, mask_doc
+
 # The pip options that choose sources; neutralised when mlprobe chooses the sources itself. pip
 # skips EMPTY configuration values, so a single space is what clears a list option (" ".split() == []).
 _PIP_SOURCE_VARS = {"PIP_EXTRA_INDEX_URL": " ", "PIP_FIND_LINKS": " ", "PIP_NO_INDEX": "false"}
+# pip options that add packages to every install (`-r`, `-e`), cleared the same way whatever the
+# sources: the recipe decides what is installed. Those that move where packages land (`--target`,
+# `--prefix`, `--root`, `--user`) would put them outside the environment the transaction watches.
+_PIP_PACKAGE_VARS = {"PIP_REQUIREMENT": " ", "PIP_REQUIREMENTS": " ", "PIP_EDITABLE": " "}
+_PIP_PLACE_VARS = ("PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER")
+# uv's variables that add a source (an index, a folder of wheels, PyTorch's index through
+# --torch-backend) or a package or version (overrides, constraints, build constraints, exclusions),
+# or name a configuration file; uv also runs with --no-config (no uv.toml, no [tool.uv] of a
+# pyproject.toml in the working folder or above, no ~/.config/uv, no /etc/uv).
 _UV_SOURCE_VARS = ("UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "UV_NO_INDEX", "UV_INDEX",
-                   "UV_DEFAULT_INDEX")
+                   "UV_DEFAULT_INDEX", "UV_TORCH_BACKEND", "UV_INDEX_STRATEGY", "UV_OVERRIDE", "UV_CONSTRAINT",
+                   "UV_BUILD_CONSTRAINT", "UV_EXCLUDE", "UV_CONFIG_FILE", "UV_WORKING_DIR", "UV_PROJECT")
+_UV_SOURCE_PREFIXES = ("UV_INDEX_",)
+# Options a pip constraints file may carry besides constraints, which pip obeys as if given on the
+# command line: sources above all. A constraints file is passed on without them.
+_CONSTRAINT_NESTED = ("-c", "--constraint", "-r", "--requirement")
 PIP_MIN_FOR_PYTHON_OPTION = (22, 3)  # `pip --python` (run this pip against another interpreter)
 
 
@@ -44,6 +60,10 @@ class Sources:
         return [u for u in (self.index_url, *self.extra_index_urls) if u]
 
     def describe(self) -> str:
+        """Where packages come from, in words; credentials in URLs masked (user:****@)."""
+        return mask_credentials(self._describe())
+
+    def _describe(self) -> str:
         if self.use_pip_config:
             extra = f" plus {', '.join(self.find_links)}" if self.find_links else ""
             return "pip's own configuration (pip.conf, PIP_* variables)" + extra
@@ -61,7 +81,7 @@ class Sources:
         return "; ".join(parts)
 
     def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
+        d = mask_doc(asdict(self))
         d["description"] = self.describe()
         return d
 
@@ -99,15 +119,172 @@ def pip_env(s: Sources) -> Dict[str, str]:
         env.update(_PIP_SOURCE_VARS)
         if s.no_index:
             env.pop("PIP_NO_INDEX", None)
+        sanitised = _sanitised_constraints()
+        if sanitised is not None:
+            env["PIP_CONSTRAINT"] = sanitised[0]
+    env.update(_PIP_PACKAGE_VARS)
+    for k in _PIP_PLACE_VARS:
+        env.pop(k, None)
     env.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
     env["PYTHONIOENCODING"] = "utf-8"
+    _caches_without_home(env)
     return env
 
 
+# ---------------------------------------------------------------- pip's constraints files ----
+
+_CONSTRAINT_MAX_BYTES = 1 << 20
+
+
+def _constraint_files() -> Tuple[str, List[str]]:
+    """(where they are named, the constraints files pip would read): PIP_CONSTRAINT, else the
+    `constraint` of pip's configuration files."""
+    value = os.environ.get("PIP_CONSTRAINT")
+    if value is not None:
+        return "PIP_CONSTRAINT", value.split()
+    try:
+        from pip._internal.configuration import Configuration
+
+        conf = Configuration(isolated=False)
+        conf.load()
+        found = [v for k, v in conf.items() if k in ("global.constraint", "install.constraint")]
+    except Exception:  # pip's internals moved, or no pip here: pip's own files stay as they are
+        return "", []
+    return "pip's configuration (constraint)", " ".join(found).split()
+
+
+def _read_constraints(path: str, depth: int, kept: List[str], dropped: List[str]) -> None:
+    """Append the constraint lines of `path` (and of the files it includes) to kept; every other
+    option line to dropped."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(_CONSTRAINT_MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        kept.append(f"-c {path}")  # pip itself says what is wrong with it
+        return
+    joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    for raw in joined.splitlines():
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        if line.startswith("-"):
+            opt, _, arg = line.replace("=", " ", 1).partition(" ")
+            if opt in _CONSTRAINT_NESTED and arg.strip() and depth < 8:
+                nested = arg.strip()
+                if not os.path.isabs(nested) and "://" not in nested:
+                    nested = os.path.join(os.path.dirname(path), nested)
+                _read_constraints(nested, depth + 1, kept, dropped)
+            else:
+                dropped.append(f"{mask_credentials(line)} (in {path})")
+            continue
+        words = line.split()
+        req = [w for w in words if not w.startswith("-")]
+        hashes = [w for w in words if w.startswith("--hash")]
+        other = [w for w in words if w.startswith("-") and not w.startswith("--hash")]
+        if other:
+            dropped.append(f"{mask_credentials(' '.join(other))} (in {path})")
+        kept.append(" ".join(req + hashes))
+
+
+_SANITISED: Dict[Tuple[str, ...], Optional[Tuple[str, List[str]]]] = {}
+
+
+def _sanitised_constraints() -> Optional[Tuple[str, List[str]]]:
+    """(a constraints file without the option lines, what was dropped), or None when the
+    constraints files pip reads carry nothing but constraints."""
+    where, files = _constraint_files()
+    key = (where, *files)
+    if key in _SANITISED:
+        return _SANITISED[key]
+    kept: List[str] = []
+    dropped: List[str] = []
+    for f in files:
+        _read_constraints(f, 0, kept, dropped)
+    result: Optional[Tuple[str, List[str]]] = None
+    if dropped:
+        import atexit
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="mlprobe-constraints-")
+        atexit.register(shutil.rmtree, folder, True)
+        out = os.path.join(folder, "constraints.txt")
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write("# the constraints of " + " ".join(files) + ", without their option lines\n")
+            fh.write("\n".join(kept) + "\n")
+        result = (out, [f"{where}: {d}" for d in dropped])
+    _SANITISED[key] = result
+    return result
+
+
+def set_aside(sources: Sources, backend: str) -> List[str]:
+    """What of pip's and uv's configuration this install does not let in, in words (empty when
+    nothing of the kind is set)."""
+    out: List[str] = []
+    if not sources.use_pip_config:
+        names = [k for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")
+                 if os.environ.get(k, "").strip() and k != "PIP_INDEX_URL"]
+        if names:
+            out.append("pip's sources from " + ", ".join(names))
+        sanitised = _sanitised_constraints()
+        if sanitised is not None:
+            out.append("option lines of pip's constraints files: " + "; ".join(sanitised[1][:6]))
+    names = [k for k in (*_PIP_PACKAGE_VARS, *_PIP_PLACE_VARS) if os.environ.get(k, "").strip()]
+    if names:
+        out.append("packages or install places from " + ", ".join(names))
+    if backend == "uv":
+        names = sorted(k for k in os.environ if k in _UV_SOURCE_VARS or k.startswith(_UV_SOURCE_PREFIXES))
+        if names:
+            out.append("uv's " + ", ".join(names))
+        files = _uv_config_files()
+        if files:
+            out.append("uv's configuration files (uv runs with --no-config): " + ", ".join(files))
+    return out
+
+
+def _uv_config_files() -> List[str]:
+    """The uv configuration files uv would read here (so that the note names them)."""
+    found: List[str] = []
+    folder = os.path.abspath(os.getcwd())
+    while True:
+        for name in ("uv.toml", "pyproject.toml"):
+            p = os.path.join(folder, name)
+            try:
+                if name == "uv.toml" and os.path.isfile(p):
+                    found.append(p)
+                elif os.path.isfile(p):
+                    with open(p, "rb") as f:
+                        if b"[tool.uv" in f.read(_CONSTRAINT_MAX_BYTES):
+                            found.append(p)
+            except OSError:
+                continue
+        parent = os.path.dirname(folder)
+        if parent == folder or found:
+            break
+        folder = parent
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    for p in (os.path.join(xdg, "uv", "uv.toml"), "/etc/uv/uv.toml", os.environ.get("UV_CONFIG_FILE") or ""):
+        if p and os.path.isfile(p):
+            found.append(p)
+    return found
+
+
+def _caches_without_home(env: Dict[str, str]) -> None:
+    """With no home folder (HOME=/nonexistent), pip's and uv's caches go beside mlprobe's own files
+    instead of making the missing home folder."""
+    from .guard import cache_base, has_home
+
+    if os.name == "nt" or has_home() or env.get("XDG_CACHE_HOME"):
+        return
+    base = cache_base()
+    env.setdefault("PIP_CACHE_DIR", str(base / "pip"))
+    env.setdefault("UV_CACHE_DIR", str(base / "uv"))
+
+
 def uv_env(s: Sources) -> Dict[str, str]:
-    env = dict(os.environ)
-    for k in _UV_SOURCE_VARS:
-        env.pop(k, None)
+    env = {k: v for k, v in os.environ.items()
+           if k not in _UV_SOURCE_VARS and not k.startswith(_UV_SOURCE_PREFIXES)}
+    env["UV_NO_CONFIG"] = "1"
+    _caches_without_home(env)
     return env
 
 
@@ -156,7 +333,7 @@ class Backend:
                      extra: Optional[List[str]] = None) -> List[str]:
         if self.name == "uv":
             assert self.uv is not None
-            return [self.uv, "pip", "install", "--python", self.python, *source_args(sources),
+            return [self.uv, "pip", "install", "--no-config", "--python", self.python, *source_args(sources),
                     *(extra or []), *packages]
         return [*self.pip, "install", *COMMON_PIP, "--progress-bar", "off", *source_args(sources),
                 *(extra or []), *packages]
@@ -169,10 +346,11 @@ class Backend:
         import shlex
 
         if self.name == "uv":
-            argv = ["uv", "pip", "install", "--python", self.python, *source_args(sources), *packages]
+            argv = ["uv", "pip", "install", "--no-config", "--python", self.python, *source_args(sources),
+                    *packages]
         else:
             argv = [self.python, "-m", "pip", "install", *source_args(sources), *packages]
-        return " ".join(shlex.quote(a) for a in argv)
+        return " ".join(shlex.quote(mask_credentials(a)) for a in argv)
 
 
 def needs_pip(sources: Sources, variant_label: Optional[str]) -> bool:

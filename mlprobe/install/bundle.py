@@ -266,7 +266,10 @@ def _resolve_into(plan: InstallPlan, target: BundleTarget, pip_cmd: Sequence[str
             "--target", unused, *target.pip_args(), *COMMON_PIP, *source_args(plan.sources),
             *(["-c", cfile] if cfile else []), *plan.packages]
     say(f"resolving {' '.join(plan.packages)} for {target.description}")
-    quiet_say: Callable[[str], None] = lambda line: say(line) if line.startswith(("ERROR", "WARNING: Retry")) else None
+    def quiet_say(line: str) -> None:
+        if line.startswith(("ERROR", "WARNING: Retry")):
+            say(line)
+
     rc, output = _run(argv, transcript, quiet_say, timeout, plan.sources)
     if rc != 0:
         req = missing_wheel(output)

@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from ..errors import StageError
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: resolved paths, folder identities, a mark, a heartbeat
 
 # Folders a venv never belongs in. A path equal to one of these, or inside one, is refused unless
 # --force; the exceptions are the usual writable places inside them.
@@ -33,12 +33,84 @@ _POSIX_SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/
 _POSIX_ALLOWED = ("/usr/local", "/var/tmp", "/private/var/folders", "/private/var/tmp", "/var/folders")
 
 
-def state_dir() -> Path:
+def _home() -> Optional[Path]:
+    """The home folder when it exists; None for HOME=/nonexistent (a service account), which mlprobe
+    must not create."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    # Decided once per process: a child (pip asks `rustc --version`, and rustup makes ~/.rustup) may
+    # create the home folder mid-way, and the lock, the journal and the log must stay in one place.
+    key = str(home)
+    if key not in _HOME_SEEN:
+        _HOME_SEEN[key] = home.is_absolute() and home.is_dir()
+    return home if _HOME_SEEN[key] else None
+
+
+_HOME_SEEN: Dict[str, bool] = {}
+
+
+def has_home() -> bool:
+    return _home() is not None
+
+
+def _private_temp() -> Path:
+    """<temp>/mlprobe-<uid>: made 0700 by this user, refused when someone else owns it or it is a link."""
+    import tempfile
+
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"mlprobe-{uid}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    import stat as _stat
+
+    if not _stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != uid) \
+            or (os.name != "nt" and st.st_mode & 0o077):
+        raise StageError(f"{folder} is not a private folder of this user",
+                         why="HOME has no folder, so mlprobe keeps its logs and journals there",
+                         next_step="set XDG_CACHE_HOME to a folder of yours", ref="E521", kind="usage")
+    return folder
+
+
+def cache_base() -> Path:
+    """Where mlprobe keeps its own files: %LOCALAPPDATA%, $XDG_CACHE_HOME (an absolute path, as the XDG
+    spec asks) or ~/.cache; when there is no home folder, a private folder in the temp folder."""
     if os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "mlprobe" / "transactions"
+        local = os.environ.get("LOCALAPPDATA")
+        if local:
+            return Path(local)
+        home = _home()
+        return home / "AppData" / "Local" if home else _private_temp()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg)
+    home = _home()
+    return home / ".cache" if home else _private_temp()
+
+
+def private_dir(folder: Path) -> Path:
+    """`folder` (and its missing parents) made; the last one only for this user (0700)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    if os.name != "nt":
+        try:
+            st = os.stat(folder)
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                os.chmod(folder, 0o700)
+        except OSError:
+            pass
+    return folder
+
+
+def state_dir() -> Path:
+    return cache_base() / "mlprobe" / "transactions"
 
 
 def target_key(target: str) -> str:
@@ -99,14 +171,14 @@ def check_location(path: Path, force: bool) -> None:
 class TargetLock:
     """An exclusive lock on one install target; a second holder is refused at once, naming the first."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, key: Optional[str] = None) -> None:
         from filelock import FileLock
 
         self.target = target
-        folder = state_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"{target_key(target)}.lock"
-        self.info = folder / f"{target_key(target)}.owner"
+        folder = private_dir(state_dir())
+        key = key or target_key(target)
+        self.path = folder / f"{key}.lock"
+        self.info = folder / f"{key}.owner"
         self._lock = FileLock(str(self.path))
 
     def __enter__(self) -> "TargetLock":
@@ -143,7 +215,7 @@ class TargetLock:
 def write_journal(target: str, doc: Dict[str, Any]) -> Path:
     """Atomically (write, fsync, rename): a journal is either the old one or the new one."""
     path = journal_path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     data = json.dumps(dict(doc, journal_version=JOURNAL_VERSION, target=target, pid=os.getpid(),
                            written=time.time()))
@@ -155,15 +227,33 @@ def write_journal(target: str, doc: Dict[str, Any]) -> Path:
     return path
 
 
-def read_journal(target: str) -> Optional[Dict[str, Any]]:
-    path = journal_path(target)
+def _read(path: Path) -> Optional[Dict[str, Any]]:
+    """A journal file as a dict, with `alive_at` (its last touch); {"broken": True, "why": …} when it
+    is not a JSON object naming its target; None when there is none."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        alive = path.stat().st_mtime
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
-        return {"broken": True, "target": target}
-    return doc if isinstance(doc, dict) else {"broken": True, "target": target}
+    except OSError as exc:
+        return {"broken": True, "why": str(exc), "path": str(path)}
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return {"broken": True, "why": f"not JSON ({str(exc)[:120]}); truncated?", "path": str(path)}
+    if not isinstance(doc, dict) or not isinstance(doc.get("target"), str) or not doc["target"]:
+        return {"broken": True, "why": "not a journal object naming its target", "path": str(path)}
+    doc["alive_at"] = alive
+    doc["path"] = str(path)
+    return doc
+
+
+def read_journal(target: str) -> Optional[Dict[str, Any]]:
+    return _read(journal_path(target))
+
+
+def read_journal_file(path: Path) -> Optional[Dict[str, Any]]:
+    return _read(path)
 
 
 def drop_journal(target: str) -> None:
@@ -174,17 +264,15 @@ def drop_journal(target: str) -> None:
 
 
 def all_journals() -> Iterator[Dict[str, Any]]:
+    """Every journal, the unreadable ones included (as {"broken": True, "path": …, "why": …})."""
     folder = state_dir()
     if not folder.is_dir():
         return
     for p in sorted(folder.glob("*.journal.json")):
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("target"), str):
+        doc = _read(p)
+        if doc is not None:
             yield doc
 
 
 def pending_targets() -> List[str]:
-    return [str(d["target"]) for d in all_journals()]
+    return [str(d["target"]) for d in all_journals() if not d.get("broken")]

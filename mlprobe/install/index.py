@@ -25,6 +25,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ParseError
+from ..urls import join_path, mask_credentials
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -254,12 +255,14 @@ class IndexCheck:
 
 
 def _project_url(index_url: str, project: str) -> str:
-    return index_url.rstrip("/") + "/" + project + "/"
+    return join_path(index_url, project, slash=True)
 
 
 def host_of(url: str) -> str:
+    """The host (and port) of an index URL, never its user name or password."""
     parts = urlsplit(url)
-    return parts.netloc or parts.path or url
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return netloc or mask_credentials(parts.path or url)
 
 
 def _fetch_file_index(url: str) -> Tuple[Optional[int], str, str]:
@@ -348,7 +351,7 @@ def check_index(index_url: str, requirement: str, target: Target, timeout: float
         project = str(canonicalize_name(Requirement(requirement).name))
     except InvalidRequirement:
         project = str(canonicalize_name(requirement.split(";")[0].strip()))
-    check = IndexCheck(index_url=index_url, requirement=requirement, project=project)
+    check = IndexCheck(index_url=mask_credentials(index_url), requirement=requirement, project=project)
     url = _project_url(index_url, project)
     try:
         if url.startswith("file:"):
@@ -367,7 +370,7 @@ def check_index(index_url: str, requirement: str, target: Target, timeout: float
         check.reachable = False
         check.ok = False
         check.ref = "E501"
-        check.message = f"cannot reach {host_of(index_url)}: {_short_reason(exc)}"
+        check.message = f"cannot reach {host_of(index_url)}: {mask_credentials(_short_reason(exc))}"
         check.seconds = time.perf_counter() - started
         return check
     check.reachable = True

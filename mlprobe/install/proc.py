@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Callable, Deque, Dict, List, Optional, TextIO
 
+from ..urls import mask_credentials
+
 STOP_GRACE_S = 8.0
 
 
@@ -38,11 +40,14 @@ class Transcript:
         self._lock = threading.Lock()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(path, "a", encoding="utf-8", errors="replace")
+            # A transcript holds commands, paths and pip's output: readable by this user only.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._fh = open(fd, "a", encoding="utf-8", errors="replace")
 
     def write(self, text: str) -> None:
         if self._fh is None:
             return
+        text = mask_credentials(text)
         with self._lock:
             self._fh.write(text if text.endswith("\n") else text + "\n")
             self._fh.flush()

@@ -8,18 +8,20 @@ The index URL is the plan's `index_url`; the printed `commands` are shown, never
 
 from __future__ import annotations
 
+import keyword
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import StageError
 from ..model.plan import ContractError, Recommendation
 from ..model.vocabulary import vocabulary
 from ..urls import check_file_url_exists, check_url
 from .backends import Sources, default_index_url
-
-
 
 @dataclass
 class InstallOptions:
@@ -111,7 +113,7 @@ def _label_of(index: Optional[str], url: Optional[str]) -> Optional[str]:
         return index.strip().strip("/") or None
     src = url or index
     if src:
-        tail = src.rstrip("/").rsplit("/", 1)[-1]
+        tail = urlsplit(src).path.rstrip("/").rsplit("/", 1)[-1]
         if tail and tail not in ("simple", "whl"):
             return tail
     return None
@@ -209,12 +211,44 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
                    origin="default index")
 
 
+def checked_requirement(recipe: str, text: str) -> str:
+    """A recipe's package: one PEP 508 requirement from an index, never a pip option (`--index-url=…`,
+    `-r FILE`, `-e DIR`) nor a direct URL (a source of its own, past the index checks)."""
+    def refuse(why: str) -> StageError:
+        return StageError(f"recipe {recipe}: the package {text!r} is not a requirement mlprobe installs",
+                          why=why, next_step="list requirements such as \"six\" or \"torch==2.13.0\"; pass "
+                                             "sources with --index-url / --find-links, not in the recipe",
+                          ref="E513", kind="usage")
+
+    if text.startswith("-") or any(c in text for c in "\r\n\x00"):
+        raise refuse("it is a pip option (or several lines), which pip would obey")
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        raise refuse(str(exc).splitlines()[0][:200]) from None
+    if req.url:
+        raise refuse("a direct URL reference installs from outside the sources mlprobe checks")
+    return text
+
+
+def checked_import(recipe: str, text: str) -> str:
+    """A module the import check imports: a dotted name of identifiers, never Python code."""
+    parts = text.split(".")
+    if not text or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts) or not text.isascii():
+        raise StageError(f"recipe {recipe}: the import {text!r} is not a module name",
+                         why="`imports` names modules (dotted identifiers such as torch or jax.numpy); "
+                             "mlprobe runs `import NAME` with it",
+                         next_step="fix the recipe's `imports` list", ref="E513", kind="usage")
+    return text
+
+
 def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
     """The install steps for one typed recommendation. The index URL is the one the plan carries
     (`index_url`); the printed commands are never read back."""
     if not rec.packages:
         raise StageError(f"recipe {rec.recipe} names no packages", why="nothing to install",
                          next_step="pick another recipe with --recipe ID", ref="E513", kind="usage")
+    packages = [checked_requirement(rec.recipe, p) for p in rec.packages]
     index = rec.index
     url: Optional[str] = rec.index_url if rec.index_url and _is_url(rec.index_url) else None
     if index and "://" in index and not url:
@@ -228,7 +262,8 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
                          ref="E518", kind="usage")
     label = _label_of(index, url) if (index or url) else None
     known = vocabulary().framework(rec.framework)
-    imports = list(rec.imports) or ([known.import_name] if known is not None else [])
+    imports = [checked_import(rec.recipe, m) for m in
+               (list(rec.imports) or ([known.import_name] if known is not None else []))]
     sources = choose_sources(opts, url, [])
     return InstallPlan(
         recipe=rec.recipe,
@@ -236,7 +271,7 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
         framework=rec.framework,
         backend=rec.backend,
         device=rec.device or rec.verify.device,
-        packages=list(rec.packages),
+        packages=packages,
         recipe_index_url=url,
         recipe_extra_index_urls=[],
         variant_label=label,

@@ -9,14 +9,23 @@ How an existing environment is put back, independent of pip's or uv's own rollba
      says will be replaced, and of each file mlprobe itself edits (activate scripts);
   3. on failure: delete every file and folder that was not there before, copy the saved files back,
      and check that the distribution list is the same again; anything that still differs is reported.
+
+An install that died (kill -9, a power cut) is rolled back by a later run from its journal, and only
+when the target is still what that install left: the journal records the resolved path and the
+inode of each folder it works on and a mark (a file with a random token) in a venv, and the dead
+install touched its journal every second while it lived. A folder replaced since (a venv re-created,
+a symlink pointed elsewhere), a mark that is gone, or any file made or changed after the install's
+last sign of life means the person has worked there since: nothing is touched, and the error says so.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +64,68 @@ print(json.dumps(out))
 """
 
 FileState = Tuple[int, int]  # size, mtime_ns
+MARKER = ".mlprobe-install"  # in a venv being installed into: the token of its journal
+HEARTBEAT_S = 1.0  # how often a living install touches its journal
+SETTLE_S = 3.0  # after the last touch: the killed install and its children have stopped writing
+
+
+def _real(path: Path) -> Path:
+    """The folder itself, whatever symlinks the path went through."""
+    return Path(os.path.realpath(os.path.abspath(str(path))))
+
+
+def _real_parent(path: str) -> str:
+    """A file's path through the real folder (the file itself may be a symlink: not followed)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def _identity(path: Path) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def changed_after(roots: Iterable[Path], shallow: Iterable[Path], moment: float,
+                  limit: int = 20) -> List[str]:
+    """Files (not folders: Python's own __pycache__ changes those) under roots, or directly in a
+    shallow folder, whose inode changed after `moment`: made, written, renamed or chmod-ed since."""
+    found: List[str] = []
+
+    def look(entry: "os.DirEntry[str]") -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return
+        if st.st_ctime > moment and not _regenerable(entry.path):
+            found.append(entry.path)
+
+    for folder in shallow:
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    if not e.is_dir(follow_symlinks=False):
+                        look(e)
+        except OSError:
+            continue
+    stack = [str(r) for r in roots if r.is_dir()]
+    while stack and len(found) < limit:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    else:
+                        look(e)
+        except OSError:
+            continue
+    return sorted(found)[:limit]
+
+
+class JournalError(ValueError):
+    """A journal of the wrong shape (truncated, hand-edited, from another version)."""
 
 
 @dataclass
@@ -135,8 +206,14 @@ class RestoreReport:
     freeze_differs: List[str] = field(default_factory=list)
     missing: List[str] = field(default_factory=list)
     modified: List[str] = field(default_factory=list)
+    refused: Optional[str] = None  # recovered: the target changed since, so nothing was touched
+    emptied_folder: bool = False  # the venv was made in a folder that existed (empty): it stays
 
     def summary(self) -> str:
+        if self.refused:
+            return f"left as it is: {self.refused}"
+        if self.removed_venv and self.emptied_folder:
+            return f"removed what the install had put into {self.removed_venv} (the folder stays, empty)"
         if self.removed_venv:
             return f"removed the half-made environment {self.removed_venv}"
         if self.ok:
@@ -157,14 +234,22 @@ class Transaction:
     def __init__(self, transcript: Transcript, *, env_python: Optional[str] = None,
                  roots: Optional[List[Path]] = None, new_venv: Optional[Path] = None,
                  new_venv_was_empty_dir: bool = False, shallow: Optional[List[Path]] = None,
-                 journal: Optional[str] = None) -> None:
+                 journal: Optional[str] = None, marker_root: Optional[Path] = None) -> None:
         self.transcript = transcript
         self.journal = journal  # the target whose journal (guard.py) records this transaction
         self.env_python = env_python
-        self.roots = roots or []
-        self.shallow = shallow or []
-        self.new_venv = new_venv
+        # Resolved once: a symlink pointed elsewhere later must not redirect a rollback.
+        self.roots = [_real(r) for r in roots or []]
+        self.shallow = [_real(r) for r in shallow or []]
+        self.new_venv = _real(new_venv) if new_venv is not None else None
         self.new_venv_was_empty_dir = new_venv_was_empty_dir
+        self.marker_root = _real(marker_root) if marker_root is not None else self.new_venv
+        self.token = secrets.token_hex(16)
+        self.identity: Dict[str, Tuple[int, int]] = {}  # resolved folder -> (st_dev, st_ino)
+        self.marked = False
+        self.alive_at: Optional[float] = None  # recovered: the dead install's last sign of life
+        self._beat_stop = threading.Event()
+        self._beat: Optional[threading.Thread] = None
         self.before: Optional[EnvSnapshot] = None
         self.backup_dir: Optional[Path] = None
         self.backups: Dict[str, Path] = {}
@@ -180,23 +265,77 @@ class Transaction:
         return {"new_venv": str(self.new_venv) if self.new_venv else None,
                 "new_venv_was_empty_dir": self.new_venv_was_empty_dir, "env_python": self.env_python,
                 "roots": [str(r) for r in self.roots], "shallow": [str(r) for r in self.shallow],
+                "marker_root": str(self.marker_root) if self.marker_root else None, "token": self.token,
+                "marked": self.marked, "identity": {k: list(v) for k, v in self.identity.items()},
                 "backup_dir": str(self.backup_dir) if self.backup_dir else None,
                 "backups": {k: str(v) for k, v in self.backups.items()}, "before": before}
 
     @classmethod
     def from_journal(cls, doc: Dict[str, Any], transcript: Transcript) -> "Transaction":
-        txn = cls(transcript, env_python=doc.get("env_python"), roots=[Path(r) for r in doc.get("roots") or []],
-                  new_venv=Path(doc["new_venv"]) if doc.get("new_venv") else None,
+        """The transaction a journal describes; JournalError when any field has the wrong type."""
+        def opt_str(key: str) -> Optional[str]:
+            v = doc.get(key)
+            if v is None or (isinstance(v, str) and v):
+                return v
+            raise JournalError(f"{key!r} is not a path")
+
+        def str_list(v: Any, key: str) -> List[str]:
+            if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+                raise JournalError(f"{key!r} is not a list of paths")
+            return list(v)
+
+        def pair(v: Any, key: str) -> Tuple[int, int]:
+            if not (isinstance(v, list) and len(v) == 2
+                    and all(isinstance(x, int) and not isinstance(x, bool) for x in v)):
+                raise JournalError(f"{key!r} is not a pair of integers")
+            return (v[0], v[1])
+
+        def str_map(v: Any, key: str) -> Dict[str, Any]:
+            if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
+                raise JournalError(f"{key!r} is not an object of paths")
+            return v
+
+        if not isinstance(doc.get("token"), str) or not isinstance(doc.get("new_venv_was_empty_dir", False), bool) \
+                or not isinstance(doc.get("marked", False), bool):
+            raise JournalError("'token', 'marked' or 'new_venv_was_empty_dir' has the wrong type")
+        new_venv = opt_str("new_venv")
+        marker_root = opt_str("marker_root")
+        txn = cls(transcript, env_python=opt_str("env_python"),
+                  roots=[Path(r) for r in str_list(doc.get("roots", []), "roots")],
+                  new_venv=Path(new_venv) if new_venv else None,
                   new_venv_was_empty_dir=bool(doc.get("new_venv_was_empty_dir")),
-                  shallow=[Path(r) for r in doc.get("shallow") or []], journal=doc.get("target"))
+                  shallow=[Path(r) for r in str_list(doc.get("shallow", []), "shallow")],
+                  journal=None, marker_root=Path(marker_root) if marker_root else None)
+        opt_str("target")  # recover() drops the journal it read, by its own path
+        # recorded resolved already: kept as written, never resolved again
+        txn.roots = [Path(r) for r in doc.get("roots", [])]
+        txn.shallow = [Path(r) for r in doc.get("shallow", [])]
+        txn.new_venv = Path(new_venv) if new_venv else None
+        txn.marker_root = Path(marker_root) if marker_root else None
+        txn.token = str(doc["token"])
+        txn.marked = bool(doc.get("marked"))
+        txn.identity = {k: pair(v, "identity") for k, v in str_map(doc.get("identity", {}), "identity").items()}
         before = doc.get("before")
-        if isinstance(before, dict):
+        if before is not None:
+            if not isinstance(before, dict):
+                raise JournalError("'before' is not an object")
+            dists = str_map(before.get("dists", {}), "before.dists")
+            files = str_map(before.get("files", {}), "before.files")
+            if not all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
+                       for v in dists.values()):
+                raise JournalError("'before.dists' is not an object of [name, version]")
             txn.before = EnvSnapshot(
-                dists={k: (v[0], v[1]) for k, v in (before.get("dists") or {}).items()},
-                files={k: (int(v[0]), int(v[1])) for k, v in (before.get("files") or {}).items()},
-                dirs=set(before.get("dirs") or []))
-        txn.backup_dir = Path(doc["backup_dir"]) if doc.get("backup_dir") else None
-        txn.backups = {k: Path(v) for k, v in (doc.get("backups") or {}).items()}
+                dists={k: (v[0], v[1]) for k, v in dists.items()},
+                files={k: pair(v, "before.files") for k, v in files.items()},
+                dirs=set(str_list(before.get("dirs", []), "before.dirs")))
+        backup_dir = opt_str("backup_dir")
+        txn.backup_dir = Path(backup_dir) if backup_dir else None
+        backups = str_map(doc.get("backups", {}), "backups")
+        if not all(isinstance(v, str) and v for v in backups.values()):
+            raise JournalError("'backups' is not an object of paths")
+        txn.backups = {k: Path(v) for k, v in backups.items()}
+        alive = doc.get("alive_at")
+        txn.alive_at = float(alive) if isinstance(alive, (int, float)) and not isinstance(alive, bool) else None
         txn.recovered = True
         return txn
 
@@ -207,10 +346,59 @@ class Transaction:
             write_journal(self.journal, self.to_journal())
 
     def _forget(self) -> None:
+        self._stop_heartbeat()
         if self.journal is not None:
             from .guard import drop_journal
 
             drop_journal(self.journal)
+
+    def _heartbeat(self) -> None:
+        """Touch the journal while this install lives: a later run knows when it stopped."""
+        from .guard import journal_path
+
+        assert self.journal is not None
+        path = journal_path(self.journal)
+        while not self._beat_stop.wait(HEARTBEAT_S):
+            try:
+                os.utime(path)
+            except OSError:
+                continue
+
+    def _stop_heartbeat(self) -> None:
+        self._beat_stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=2 * HEARTBEAT_S)
+            self._beat = None
+
+    def _mark(self, root: Path) -> None:
+        """Record the folder's identity and leave the mark of this journal in it."""
+        ident = _identity(root)
+        if ident is None:
+            return
+        self.identity[str(root)] = ident
+        if root == self.marker_root:
+            try:
+                with open(root / MARKER, "w", encoding="utf-8") as f:
+                    f.write(self.token + "\n")
+                self.marked = True
+            except OSError as exc:
+                self.transcript.note(f"could not leave the install's mark in {root}: {exc}")
+        self._save()
+
+    def _unmark(self) -> None:
+        if self.marker_root is not None and self.marked:
+            try:
+                if (self.marker_root / MARKER).read_text(encoding="utf-8").strip() == self.token:
+                    (self.marker_root / MARKER).unlink()
+            except OSError:
+                pass
+
+    def claim_new_venv(self) -> None:
+        """Before the venv is created: make its folder (when missing), note its identity, mark it."""
+        assert self.new_venv is not None
+        if not os.path.lexists(self.new_venv):
+            self.new_venv.mkdir(parents=True)
+        self._mark(self.new_venv)
 
     # ------------------------------------------------------------------ before -------------
     def begin(self) -> None:
@@ -220,7 +408,12 @@ class Transaction:
                                  f"({len(self.before.dists)} distributions, {len(self.before.files)} files):")
             for line in self.before.freeze():
                 self.transcript.write("    " + line)
+            for root in self.roots + self.shallow:
+                if root != self.marker_root and (ident := _identity(root)) is not None:
+                    self.identity[str(root)] = ident
             self._save()
+            if self.marker_root is not None:
+                self._mark(self.marker_root)
 
     def _backup_path(self, original: str) -> Path:
         if self.backup_dir is None:
@@ -236,7 +429,7 @@ class Transaction:
         return self.backup_dir / rel
 
     def protect_file(self, path: Path, save: bool = True) -> None:
-        p = str(path)
+        p = _real_parent(str(path))
         if self.new_venv is not None or p in self.backups or not os.path.lexists(p):
             return
         dest = self._backup_path(p)
@@ -267,6 +460,7 @@ class Transaction:
     # ------------------------------------------------------------------ after --------------
     def commit(self) -> None:
         self.committed = True
+        self._unmark()
         self._forget()
         self._drop_backups()
         self.transcript.note("committed")
@@ -278,8 +472,14 @@ class Transaction:
 
     def rollback(self) -> RestoreReport:
         with NoInterrupt():
+            self._stop_heartbeat()
             try:
-                report = self._rollback()
+                refused = self._changed_since() if self.recovered else None
+                if refused:
+                    report = RestoreReport(ok=False, refused=refused)
+                else:
+                    report = self._rollback()
+                    self._unmark()
             except Exception as exc:  # report, do not mask the original failure
                 report = RestoreReport(ok=False, missing=[f"rollback error: {exc}"])
             self.transcript.note("rollback: " + report.summary())
@@ -291,13 +491,45 @@ class Transaction:
             self.report = report
             return report
 
+    def _changed_since(self) -> Optional[str]:
+        """Recovered from a journal: why the target is no longer what the dead install left (so that
+        nothing may be touched), or None."""
+        folders = [self.new_venv] if self.new_venv is not None else self.roots + self.shallow
+        for folder in folders:
+            assert folder is not None
+            ident = self.identity.get(str(folder))
+            now = _identity(folder)
+            if folder == self.new_venv and now is None:
+                continue  # gone already: nothing to remove
+            if folder == self.new_venv and ident is None:
+                if self.new_venv_was_empty_dir and folder.is_dir() and not any(folder.iterdir()):
+                    continue
+                return f"{folder} exists, but the interrupted install had not made it yet"
+            if ident is not None and now != ident:
+                return (f"{folder} is not the folder the interrupted install worked on "
+                        "(it was re-created, or a link now points elsewhere)")
+        if self.marked and self.marker_root is not None and _identity(self.marker_root) is not None:
+            try:
+                mark = (self.marker_root / MARKER).read_text(encoding="utf-8").strip()
+            except OSError:
+                mark = ""
+            if mark != self.token:
+                return f"{self.marker_root} no longer carries the mark of the interrupted install"
+        if self.alive_at is None:
+            return "the journal does not say when the install stopped"
+        roots = [self.new_venv] if self.new_venv is not None else self.roots
+        changed = changed_after([r for r in roots if r is not None],
+                                [] if self.new_venv is not None else self.shallow, self.alive_at + SETTLE_S)
+        if changed:
+            return (f"{len(changed)}{'+' if len(changed) >= 20 else ''} file(s) were made or changed there "
+                    f"after the interrupted install stopped, e.g. {changed[0]}")
+        return None
+
     def _rollback(self) -> RestoreReport:
         if self.new_venv is not None:
             path = self.new_venv
-            if self.recovered and path.is_dir() and not (path / "pyvenv.cfg").is_file() and any(path.iterdir()):
-                # found after a crash: only what mlprobe was making is removed, nothing put there since
-                return RestoreReport(ok=False, missing=[f"{path} is no longer the venv mlprobe was making: "
-                                                        "left as it is"])
+            if not os.path.lexists(path):
+                return RestoreReport(ok=True, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir)
             if self.new_venv_was_empty_dir:
                 for child in list(path.iterdir()) if path.is_dir() else []:
                     if child.is_dir() and not child.is_symlink():
@@ -306,8 +538,8 @@ class Transaction:
                         child.unlink()
             else:
                 shutil.rmtree(path, ignore_errors=True)
-            gone = not path.exists() or (self.new_venv_was_empty_dir and not any(path.iterdir()))
-            return RestoreReport(ok=gone, removed_venv=str(path),
+            gone = not os.path.lexists(path) or (self.new_venv_was_empty_dir and not any(path.iterdir()))
+            return RestoreReport(ok=gone, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir,
                                  missing=[] if gone else [f"{path} could not be removed"])
         if self.before is None:
             return RestoreReport(ok=True)
@@ -345,6 +577,9 @@ class Transaction:
     # ------------------------------------------------------------------ context ------------
     def __enter__(self) -> "Transaction":
         self._save()  # before anything in the target changes
+        if self.journal is not None and self._beat is None:
+            self._beat = threading.Thread(target=self._heartbeat, name="mlprobe-journal", daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
@@ -367,28 +602,57 @@ class Transaction:
         return False
 
 
-def recover(target: str, say: Any = None) -> Optional[str]:
+def unreadable_journal(path: Path, why: str, target: Optional[str] = None) -> StageError:
+    """The one error for a journal mlprobe cannot read: `--recover` and `--apply` give the same."""
+    of = f" of {target}" if target else ""
+    return StageError(f"an interrupted install{of} left a journal mlprobe cannot read",
+                      why=f"{path}: {why}",
+                      next_step="nothing was rolled back or touched; check the environment it was installing "
+                                f"into by hand (or recreate it), then delete {path}",
+                      ref="E511", kind="failure")
+
+
+def recover(target: str, say: Any = None, journal: Optional[Path] = None) -> Optional[str]:
     """Roll back an install of `target` that died mid-way (the caller holds the target's lock, so
-    its owner is gone). Returns what was done, or None when there was nothing to recover."""
+    its owner is gone). Returns what was done, or None when there was nothing to recover. Refuses
+    (E511, touching nothing) when the journal is unreadable or the target changed since."""
     from .guard import JOURNAL_VERSION, drop_journal, journal_path, read_journal
     from .proc import Transcript
 
-    doc = read_journal(target)
+    from .guard import read_journal_file
+
+    path = journal or journal_path(target)
+    doc = read_journal_file(path) if journal else read_journal(target)
     if doc is None:
         return None
-    if doc.get("broken") or doc.get("journal_version") != JOURNAL_VERSION:
-        raise StageError(f"an interrupted install of {target} left a journal mlprobe cannot read",
-                         why=str(journal_path(target)),
-                         next_step="check the environment by hand (or recreate it), then delete that file",
-                         ref="E511", kind="failure")
+    if doc.get("broken"):
+        raise unreadable_journal(path, str(doc.get("why") or "not a JSON object"), target)
+    if doc.get("journal_version") != JOURNAL_VERSION:
+        raise unreadable_journal(path, f"journal version {doc.get('journal_version')!r}, this mlprobe "
+                                       f"reads {JOURNAL_VERSION}", target)
+    try:
+        txn = Transaction.from_journal(doc, Transcript(None))
+    except JournalError as exc:
+        raise unreadable_journal(path, str(exc), target) from None
     if say:
         say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
-    txn = Transaction.from_journal(doc, Transcript(None))
     report = txn.rollback()
+    if report.refused:
+        raise StageError(f"an interrupted install of {target} was not rolled back: the target changed since",
+                         why=report.refused,
+                         next_step="nothing was touched; check it by hand (its packages, your files)"
+                                   + (f"; the files the install had saved are in {txn.backup_dir}"
+                                      if txn.backup_dir else "")
+                                   + f"; then delete {path} so that mlprobe forgets that install",
+                         ref="E511", kind="failure")
     if not report.ok:
         raise StageError(f"an interrupted install of {target} could not be rolled back",
                          why=report.summary(),
-                         next_step=f"the saved files are in {doc.get('backup_dir')}; recreate the environment",
+                         next_step=(f"the saved files are in {txn.backup_dir}; " if txn.backup_dir else "")
+                                   + f"recreate the environment, then delete {path}",
                          ref="E511", kind="failure")
-    drop_journal(target)
+    if journal is not None:
+        journal.unlink(missing_ok=True)
+    else:
+        drop_journal(target)
     return f"rolled back an interrupted install of {target}: {report.summary()}"

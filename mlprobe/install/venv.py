@@ -164,6 +164,15 @@ def venv_state(path: Path) -> str:
 
 
 def check_venv_target(path: Path) -> str:
+    if path.is_symlink() and not path.exists():
+        raise StageError(
+            f"{path} is a symbolic link to {os.readlink(path)}, which does not exist",
+            why="mlprobe makes a venv in a missing or empty folder, and follows a link only to a folder "
+                "that is there",
+            next_step=f"create the folder it points to (mkdir -p {os.path.realpath(path)}), or pass the real "
+                      "path as --venv PATH",
+            ref="E509", kind="usage",
+        )
     state = venv_state(path)
     if state == "other":
         raise StageError(

@@ -16,7 +16,7 @@ from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
 from ..model.plan import PLAN_VERSION, InstalledFinding, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model.vocabulary import vocabulary
-from ..urls import check_url
+from ..urls import check_url, join_path, strip_slash
 
 FRAMEWORK_CHOICES = ("any",) + vocabulary().plan_frameworks()
 STATUS_PENALTY = {"maintained": 0, "preview": 5, "paused": 25, "unmaintained": 30, "retired": 1000}
@@ -59,7 +59,7 @@ def _index_bases(
         if url is not None:
             url = check_url(url, origin)
         out[row["id"]] = {
-            "url": (url or row.get("url") or "").rstrip("/") or None,
+            "url": strip_slash(url or row.get("url") or "") or None,
             "mirror": url is not None,
             "placeholder": row.get("placeholder", f"<{row['id']}-index>"),
             "env": row.get("env"),
@@ -99,7 +99,7 @@ def install_details(
         if suffix:
             index = str(suffix)
             base = bases.get(idx["id"], {})
-            index_url = f"{base['url']}/{index}" if base.get("url") else None
+            index_url = join_path(base["url"], index) if base.get("url") else None
     env: Dict[str, str] = dict(inst.get("env") or {})
     env.update({k: str(v) for k, v in (eff.get("env") or {}).items()})
     files = []

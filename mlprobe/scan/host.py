@@ -499,16 +499,45 @@ def open_replay(source: "str | os.PathLike[str]") -> ReplayHost:
     return host
 
 
+UNREDACTED_NOTICE = "NOTICE-unredacted.txt"
+UNREDACTED_TEXT = (
+    "This bundle holds this machine's tool outputs and files exactly as they were read: NOT redacted.\n"
+    "Host names, user names, serial numbers, paths, IP and MAC addresses and environment variables may\n"
+    "be in it. Before you share it, look through the files, or share the redacted report instead:\n"
+    "    mlprobe report --replay THIS-FOLDER\n"
+)
+
+
 def write_bundle(host: LiveHost, folder: Path, names: Optional[Iterable[str]] = None) -> Dict[str, Capture]:
-    """Take every capture (concurrently) and write the ones that exist into `folder`."""
+    """Take every capture (concurrently) and write the ones that exist into `folder` (missing, or an
+    empty folder), all or nothing: they are written into a folder beside it that is renamed into
+    place at the end, so a full disk or a Ctrl-C leaves no partial bundle (no 0-byte file that would
+    make the retry refuse a folder that is not empty). The bundle carries a notice that it is not
+    redacted (UNREDACTED_NOTICE)."""
+    import shutil
+    import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
     wanted = list(names) if names is not None else [n for n, s in SPECS.items() if s.internal != "never"]
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = Path(os.path.abspath(folder))
+    folder.parent.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=8) as pool:
         caps = dict(zip(wanted, pool.map(host.get, wanted)))
-    for name, cap in caps.items():
-        # Only what succeeded is written: a replay then sees a failed capture as absent.
-        if cap.data is not None and cap.status == "ok":
-            (folder / name).write_bytes(cap.data)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=folder.parent))
+    try:
+        files = {name: cap.data for name, cap in caps.items()
+                 # Only what succeeded is written: a replay then sees a failed capture as absent.
+                 if cap.data is not None and cap.status == "ok"}
+        files[UNREDACTED_NOTICE] = UNREDACTED_TEXT.encode("utf-8")
+        for name, data in files.items():
+            with open(staging / name, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        if folder.exists():
+            folder.rmdir()  # empty (the caller checked); a file put there since makes this fail
+        os.rename(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return caps
