@@ -13,6 +13,9 @@
 #     MLPROBE_WHEEL  default the first build/mlprobe-wheel/mlprobe-*.whl
 #   OUT            where outputs go (default ./h200-bundle-out)
 #   BASE_PY        the base interpreter (default /opt/torch/.venv/bin/python3)
+#   VENV           an existing venv to install into instead of a new one (e.g. /opt/torch/.venv, whose
+#                  numpy and scipy a bundle made with --reuse-installed leaves out); with DEPS, a
+#                  folder of wheels, mlprobe's own dependencies are installed from there too
 set -u
 cd "$(dirname "$0")/.."
 bundle="${1:-build/h200-plaidml}"
@@ -30,7 +33,7 @@ bundle="$(cd "$bundle" 2>/dev/null && pwd)" || { say "no bundle folder: ${1:-bui
 [ -f "$bundle/pylock.toml" ] || { say "$bundle has no pylock.toml"; exit 2; }
 [ -n "$wheel" ] && [ -f "$wheel" ] || { say "no mlprobe wheel (build/mlprobe-wheel/mlprobe-*.whl)"; exit 2; }
 work="$(mktemp -d)"
-venv="$work/plaidml-venv"
+venv="${VENV:-$work/plaidml-venv}"
 export XDG_CACHE_HOME="$work/cache"  # transcripts land here; copied to OUT at the end
 
 {
@@ -41,11 +44,19 @@ export XDG_CACHE_HOME="$work/cache"  # transcripts land here; copied to OUT at t
 cp "$bundle/README.md" "$bundle/pylock.toml" "$out/" 2>/dev/null
 
 t0=$(now)
-say "venv: $base -m venv --system-site-packages $venv"
-"$base" -m venv --system-site-packages "$venv" >> "$log" 2>&1 || { say "venv failed"; exit 1; }
-say "mlprobe offline: pip install --no-index --no-deps $wheel"
-"$venv/bin/python" -m pip install --no-index --no-deps --disable-pip-version-check "$wheel" >> "$log" 2>&1 \
-  || { say "installing mlprobe failed"; exit 1; }
+if [ -z "${VENV:-}" ]; then
+  say "venv: $base -m venv --system-site-packages $venv"
+  "$base" -m venv --system-site-packages "$venv" >> "$log" 2>&1 || { say "venv failed"; exit 1; }
+fi
+if [ -n "${DEPS:-}" ]; then
+  say "mlprobe offline: pip install --no-index --find-links $DEPS $wheel"
+  "$venv/bin/python" -m pip install --no-index --find-links "$DEPS" --disable-pip-version-check "$wheel" \
+    >> "$log" 2>&1 || { say "installing mlprobe failed"; exit 1; }
+else
+  say "mlprobe offline: pip install --no-index --no-deps $wheel"
+  "$venv/bin/python" -m pip install --no-index --no-deps --disable-pip-version-check "$wheel" >> "$log" 2>&1 \
+    || { say "installing mlprobe failed"; exit 1; }
+fi
 "$venv/bin/python" -m mlprobe -V >> "$log" 2>&1
 t1=$(now)
 
