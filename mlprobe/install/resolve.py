@@ -281,6 +281,7 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
     return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
 
 
+_UV_INSTALL_ONLY = frozenset({"--require-hashes", "--verify-hashes", "--no-verify-hashes"})
 _UV_LINE = re.compile(r"^\s*(?:\+\s+)?([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
@@ -306,8 +307,20 @@ def uv_dry_run(uv: str, python: str, packages: Sequence[str], sources: Sources, 
     made yet: `uv pip compile` for that interpreter (nothing of the base interpreter's counts)."""
     src = source_args(sources)
     if fresh:
-        argv = [uv, "pip", "compile", "-", "--python", python, "--no-header", "--no-annotate", "--quiet",
-                *src, *extra]
+        # `uv pip compile` resolves; the install-only options (hash checking) apply when installing
+        # and requirement files (`-r FILE`) are its positional sources, beside the packages on stdin
+        compile_extra: List[str] = []
+        files: List[str] = []
+        it = iter(extra)
+        for a in it:
+            if a in ("-r", "--requirement"):
+                files.append(next(it, ""))
+            elif a.startswith("--requirement="):
+                files.append(a.split("=", 1)[1])
+            elif a not in _UV_INSTALL_ONLY:
+                compile_extra.append(a)
+        argv = [uv, "pip", "compile", "-", *[f for f in files if f], "--python", python, "--no-header",
+                "--no-annotate", "--quiet", *src, *compile_extra]
         stdin = "\n".join(packages) + "\n"
     else:
         argv = [uv, "pip", "install", "--dry-run", "--python", python, *src, *extra, *packages]
