@@ -47,6 +47,15 @@ ENV_VARS = (
     "CONDA_PREFIX",
     "WSL_DISTRO_NAME",
     "WSL_INTEROP",
+    # read by `mlprobe doctor`: the library search path, container and visibility settings
+    "LD_LIBRARY_PATH",
+    "GPU_DEVICE_ORDINAL",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "JAX_PLATFORMS",
+    "KUBERNETES_SERVICE_HOST",
+    "container",
+    "SYSTEM_VERSION_COMPAT",
 )
 OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
 _SYSTEM = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}.get(
@@ -316,6 +325,12 @@ def _produce_cpuinfo(host: LiveHost, s: CaptureSpec) -> Capture:
     return live_cpuinfo(s)
 
 
+def _produce_opencl_icd(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .live.opencl_icd import live_opencl_icd
+
+    return live_opencl_icd(s, host._env)
+
+
 _INTERNAL: Dict[str, Producer] = {
     "host": _produce_host,
     "kfd-topology": _produce_kfd,
@@ -325,7 +340,15 @@ _INTERNAL: Dict[str, Producer] = {
     "opencl": _produce_opencl,
     "frameworks": _produce_frameworks,
     "py-cpuinfo": _produce_cpuinfo,
+    "opencl-icd": _produce_opencl_icd,
 }
+
+
+def register_producer(internal: str, producer: Producer) -> None:
+    """A producer that lives above this layer (the frameworks' device enumeration runs the verify
+    payload): the command that wants the capture registers it before taking captures. Until then the
+    capture is absent on a live host, as a capture only bundles carry."""
+    _INTERNAL[internal] = producer
 
 
 # -- replay ------------------------------------------------------------------------------------
