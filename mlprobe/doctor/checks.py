@@ -166,6 +166,9 @@ def build_swapped(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         return []
     if not finding or finding.get("status") != "ok" or flavour == best["index"]:
         return []
+    mm = ".".join(_version(dc, "torch").split("+")[0].split(".")[:2])
+    if mm != ".".join(str(best.get("version") or "").split(".")[:2]):
+        return []  # another release: its index choices differ, which is no sign of a swap
     if flavour[:2] != str(best["index"])[:2]:
         return []  # another vendor's build: torch-wrong-vendor says so
     return [Hit({"version": _version(dc, "torch"), "build": flavour, "wanted": best["index"],
@@ -213,9 +216,24 @@ def cuda_driver_too_old(dc: DoctorContext, row: Dict[str, Any]) -> Result:
                    knowledge())
     if out.value is not False:
         return [] if out.value else Unknown("; ".join(out.unknown) or "the driver's CUDA ceiling is unknown")
+    works = _torch_sees_cuda(dc)
+    detail = "; ".join(out.reasons)
+    if works:
+        detail += ("; yet torch reports CUDA available here, so a CUDA forward-compatibility package (cuda-compat, "
+                   "datacenter GPUs only) must be in use: it works, but the next driver-dependent feature may not")
     return [Hit({"driver": ctx["nvidia"]["driver"], "version": _version(dc, "torch"), "cuda": cuda,
                  "install": dc.install_line("torch") or PLAN_HINT},
-                _ev(_driver_evidence(dc), dc.framework_evidence("torch")), detail="; ".join(out.reasons))]
+                _ev(_driver_evidence(dc), dc.framework_evidence("torch"), works), detail=detail,
+                severity="warning" if works else None)]
+
+
+def _torch_sees_cuda(dc: DoctorContext) -> Optional[Evidence]:
+    """Evidence that torch itself uses the GPU: its enumeration lists one, or a pasted collect_env says so."""
+    seen = dc.seen("torch")
+    if seen is not None and any(d.get("kind") == "cuda" for d in seen.devices):
+        return Evidence(capture=dc.enumeration.source if dc.enumeration else "framework-devices.json",
+                        line=", ".join(str(d.get("id")) for d in seen.devices if d.get("kind") == "cuda"))
+    return dc.line("collect_env.txt", r"^Is CUDA available:\s*(True|Yes)")
 
 
 def _arch_list(dc: DoctorContext) -> "tuple[Optional[List[str]], Optional[Evidence]]":
@@ -573,13 +591,13 @@ def amd_igpu_first(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 @check("amd_device_nodes")
 def amd_device_nodes(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     amd = dc.gpus("amd")
-    if not amd or not _linux_native(dc):
+    kfd_line = dc.line("rocminfo.txt", r"Unable to open /dev/kfd")
+    if not (amd or kfd_line) or not _linux_native(dc):
         return []
     out: List[Hit] = []
-    in_box = bool(dc.containers)
+    in_box = bool(dc.containers) or bool(dc.line("rocminfo.txt", r"Failed to get user name"))
     group_fix = "sudo usermod -a -G render,video $LOGNAME  # then log out and in again"
-    box_fix = _run_lines(dc, "amd")[0] if in_box else None
-    kfd_line = dc.line("rocminfo.txt", r"Unable to open /dev/kfd")
+    box_fix = _run_lines(dc, "amd")[0] + "  # in a container: pass the nodes and both groups" if in_box else None
     if kfd_line:
         reason = kfd_line.line.split(":", 1)[-1].strip()
         if "Permission denied" in reason:
@@ -594,6 +612,8 @@ def amd_device_nodes(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         return out
     if dc.dev_nodes is None:
         return Unknown("no ls-l-dev.txt and no rocminfo complaint in the capture")
+    if not amd:
+        return []
     if in_box and not dc.node("/dev/kfd"):
         return []  # container-gpu-not-passed gives the run line
     for path, nodes in (("/dev/kfd", [dc.node("/dev/kfd")]), ("/dev/dri/renderD*", dc.nodes(r"/dev/dri/renderD\d+"))):
@@ -780,17 +800,35 @@ def mps_macos_floor(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     return []
 
 
+def _python_platform(dc: DoctorContext) -> "tuple[Optional[str], Optional[str], Optional[Evidence]]":
+    """(machine, macOS version) as the Python itself reports them: host.json, else a pasted collect_env's
+    `Python platform: macOS-10.16-x86_64-i386-64bit`."""
+    info = dc.host.info()
+    machine, mac = info.get("machine"), info.get("mac_ver")
+    if machine or mac:
+        return (str(machine) if machine else None, str(mac) if mac else None,
+                Evidence(capture="host.json", line=P_json(dc, "machine" if machine else "mac_ver") or f"machine {machine}"))
+    ev = dc.line("collect_env.txt", r"^Python platform:\s*macOS-")
+    if ev is None:
+        return None, None, None
+    m = re.search(r"macOS-(\d+(?:\.\d+)*)-(\w+)", ev.line)
+    return (m.group(2), m.group(1), ev) if m else (None, None, ev)
+
+
+def _real_macos(dc: DoctorContext) -> Optional[Evidence]:
+    return dc.line("sw_vers.txt", r"ProductVersion") or dc.line("collect_env.txt", r"^OS:\s*macOS \d")
+
+
 @check("rosetta_python")
 def rosetta_python(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if dc.system != "Darwin":
         return []
-    machine = dc.host.info().get("machine")
+    machine, _, machine_ev = _python_platform(dc)
     translated = dc.line("sysctl.txt", r"sysctl\.proc_translated:\s*1")
-    apple = dc.line("sysctl.txt", r"machdep\.cpu\.brand_string:\s*Apple")
+    apple = dc.line("sysctl.txt", r"machdep\.cpu\.brand_string:\s*Apple") or dc.line("collect_env.txt", r"^Apple M\d")
     cpu = (dc.report.get("cpu") or {}).get("model") or "Apple silicon"
     if machine == "x86_64" and (translated or apple or str(cpu).startswith("Apple")):
-        return [Hit({"cpu": cpu}, _ev(Evidence(capture="host.json", line=P_json(dc, "machine") or "machine x86_64"),
-                                      translated or apple))]
+        return [Hit({"cpu": cpu}, _ev(machine_ev, translated or apple))]
     return []
 
 
@@ -804,11 +842,12 @@ def P_json(dc: DoctorContext, key: str) -> Optional[str]:
 def macos_version_compat(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if dc.system != "Darwin":
         return []
-    reported = dc.host.info().get("mac_ver")
-    real_ev = dc.line("sw_vers.txt", r"ProductVersion")
+    _, reported, rep_ev = _python_platform(dc)
+    real_ev = _real_macos(dc)
     if not reported or real_ev is None:
         return []
-    real = real_ev.line.split(":", 1)[-1].strip()
+    m = re.search(r"(\d+(?:\.\d+)*)\s*(\(|$)", real_ev.line.split(":", 1)[-1].strip())
+    real = m.group(1) if m else real_ev.line.split(":", 1)[-1].strip()
     rv, pv = version(real), version(str(reported))
     if rv is None or pv is None or rv.major == pv.major:
         return []
@@ -817,7 +856,8 @@ def macos_version_compat(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     else:
         fix = f"use a Python built with a current macOS SDK (it then reports {real}); recreate the environment with it"
     return [Hit({"reported": reported, "real": real, "fix": fix},
-                _ev(Evidence(capture="host.json", line=P_json(dc, "mac_ver") or f"mac_ver {reported}"), real_ev),
+                _ev(rep_ev if rep_ev and "mac" in rep_ev.line.lower() or rep_ev and rep_ev.capture != "host.json"
+                    else Evidence(capture="host.json", line=P_json(dc, "mac_ver") or f"mac_ver {reported}"), real_ev),
                 detail="pip picks wheels by the version Python reports, and platform checks in frameworks read it too")]
 
 
@@ -825,7 +865,13 @@ def macos_version_compat(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 def _opencl_users(dc: DoctorContext) -> List[str]:
-    return [n for n in ("pyopencl", "plaidml", "plaidml-keras") if n in dc.frameworks]
+    """The installed programs that open the system's OpenCL loader. pyopencl's wheels bundle a loader
+    of their own, so pyopencl counts only when the scan's own pyopencl enumeration found nothing."""
+    users = [n for n in ("plaidml", "plaidml-keras") if n in dc.frameworks]
+    opencl = (dc.report.get("runtimes") or {}).get("opencl") or {}
+    if "pyopencl" in dc.frameworks and not opencl.get("platforms"):
+        users.append("pyopencl")
+    return users
 
 
 @check("opencl_no_loader")
@@ -838,7 +884,7 @@ def opencl_no_loader(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     users = _opencl_users(dc)
     if not users and not (dc.report.get("gpus") or []):
         return []
-    return [Hit({"who": ", ".join(users) or "OpenCL programs"},
+    return [Hit({"who": ", ".join(users) or "OpenCL programs (clinfo, PlaidML)"},
                 [Evidence(capture="opencl-icd.json", line=f"{a.name}: {a.error or 'not found'}") for a in ocl.loader])]
 
 

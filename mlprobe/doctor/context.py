@@ -14,6 +14,8 @@ from . import parse as P
 
 # Where an installed framework's version can be read, in the frameworks probe's order.
 FRAMEWORK_CAPTURES = ("mlprobe-frameworks.json", "pip-list.txt", "collect_env.txt")
+# The WSL kernels: `5.15.153.1-microsoft-standard-WSL2` (WSL 2), `4.4.0-19041-Microsoft` (WSL 1).
+WSL_KERNEL = r"microsoft-standard|-Microsoft\b|WSL2|-microsoft"
 # Where a GPU's name shows, most specific first.
 GPU_CAPTURES = ("nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi.txt", "rocminfo.txt", "collect_env.txt",
                 "lspci.txt", "clinfo.txt", "Win32_VideoController.json", "dxdiag.txt",
@@ -98,15 +100,17 @@ class DoctorContext:
         """("WSL2" | "WSL1" | None, the evidence)."""
         ev: List[Evidence] = []
         kind: Optional[str] = None
+        if self.system not in ("Linux", None):
+            return None, []
         info = self.host.info()
         rel = " ".join(str(info.get(k) or "") for k in ("release", "version"))
-        for cap, pat in (("proc-version.txt", r"microsoft|WSL"), ("uname.txt", r"microsoft|WSL"),
-                         ("collect_env.txt", r"^(Python platform|OS):.*(WSL|microsoft)"),
+        for cap, pat in (("proc-version.txt", WSL_KERNEL), ("uname.txt", WSL_KERNEL),
+                         ("collect_env.txt", r"^Python platform:.*(" + WSL_KERNEL + ")"),
                          ("rocminfo.txt", r"^WSL environment detected")):
-            hit = self.line(cap, pat)
+            hit = self.line(cap, pat, 0)
             if hit:
                 ev.append(hit)
-        if re.search(r"microsoft|WSL", rel, re.I):
+        if re.search(WSL_KERNEL, rel):
             ev.append(Evidence(capture="host.json", line=P.json_line(self.text("host.json") or "", "release")
                                or f"release {info.get('release')}"))
         if self.env("WSL_DISTRO_NAME"):

@@ -112,14 +112,14 @@ def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[F
         s = f"{len(blocking)} blocking problem" + ("s" if len(blocking) > 1 else "") + f": {blocking[0].title}"
         return s + (f" (and {len(warnings)} warning" + ("s" if len(warnings) > 1 else "") + ")" if warnings else "")
     gpus = [str(g.get("name")) for g in report.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
-    where = " in " + " and ".join(environment) if environment else ""
+    where = f" ({', '.join(environment)})" if environment else ""
     if gpus:
         seen = [f"{fw.name} sees {', '.join(d for d in fw.devices if not d.startswith('cpu'))}"
                 for fw in frameworks if any(not d.startswith("cpu") for d in fw.devices)]
-        text = f"Nothing blocks: {', '.join(dict.fromkeys(gpus))}{where}"
+        text = f"Nothing blocks: this machine{where} has {', '.join(dict.fromkeys(gpus))}"
         text += f"; {'; '.join(seen)}" if seen else ""
     else:
-        text = f"Nothing blocks: this machine has no GPU that a framework could use{where}, so the frameworks " \
+        text = f"Nothing blocks: this machine{where} has no GPU that a framework could use, so the frameworks " \
                "run on the CPU, as they should"
     if warnings:
         text += f" ({len(warnings)} warning" + ("s" if len(warnings) > 1 else "") + " below)"
