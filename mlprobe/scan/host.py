@@ -451,7 +451,8 @@ class ReplayHost:
 
     def _infer_system(self) -> Optional[str]:
         names = set(self.names())
-        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt"}:
+        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt", "proc-version.txt",
+                    "ldconfig-p.txt", "ls-l-dev.txt", "proc-1-cgroup.txt"}:
             return "Linux"
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:
