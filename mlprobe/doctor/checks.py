@@ -867,7 +867,7 @@ def macos_version_compat(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 def _opencl_users(dc: DoctorContext) -> List[str]:
     """The installed programs that open the system's OpenCL loader. pyopencl's wheels bundle a loader
     of their own, so pyopencl counts only when the scan's own pyopencl enumeration found nothing."""
-    users = [n for n in ("plaidml", "plaidml-keras") if n in dc.frameworks]
+    users: List[str] = [n for n in ("plaidml", "plaidml-keras") if n in dc.frameworks]
     opencl = (dc.report.get("runtimes") or {}).get("opencl") or {}
     if "pyopencl" in dc.frameworks and not opencl.get("platforms"):
         users.append("pyopencl")

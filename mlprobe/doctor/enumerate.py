@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from ..scan.capture import Capture, CaptureSpec
 from ..verify.child import child_env, run_child
@@ -64,7 +64,8 @@ def enumerate_devices(python: str, timeout: float = DEFAULT_TIMEOUT,
         doc["error"] = f"the interpreter {found.how()}" + (f": {last}" if last else "")
         return doc
     doc["python_version"] = disc.get("python")
-    fws = disc.get("frameworks") if isinstance(disc.get("frameworks"), dict) else {}
+    listed = disc.get("frameworks")
+    fws: Dict[str, Any] = listed if isinstance(listed, dict) else {}
     todo = [n for n in FRAMEWORKS if isinstance(fws.get(n), dict) and fws[n].get("importable") is True]
     if todo:
         with ThreadPoolExecutor(max_workers=len(todo)) as pool:

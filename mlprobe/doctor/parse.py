@@ -189,9 +189,9 @@ def _answers(rows: Any, where_key: Optional[str], default_where: str, name_key: 
     out = []
     for r in rows if isinstance(rows, list) else []:
         if isinstance(r, dict) and _s(r.get(name_key)):
+            where = _s(r.get(where_key)) if where_key else None
             out.append(LibraryAnswer(name=str(r[name_key]), path=_s(r.get("path")), error=_s(r.get("error")),
-                                     where=_s(r.get(where_key)) if where_key and _s(r.get(where_key))
-                                     else default_where))
+                                     where=where or default_where))
     return out
 
 
@@ -242,7 +242,8 @@ def parse_framework_devices(text: str) -> Optional[Enumeration]:
 
 def enumeration_from(doc: Dict[str, Any], source: str = "framework-devices.json") -> Enumeration:
     fws = []
-    for f in doc.get("frameworks") if isinstance(doc.get("frameworks"), list) else []:
+    listed = doc.get("frameworks")
+    for f in listed if isinstance(listed, list) else []:
         if not isinstance(f, dict) or not _s(f.get("name")):
             continue
         devs = tuple(d for d in f.get("devices") or [] if isinstance(d, dict)) \

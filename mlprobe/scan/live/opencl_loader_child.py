@@ -2,13 +2,16 @@
 # loader opens for each library name (the OpenCL ICD loader, each ICD's library), as one JSON object
 # {name: {"path": ..., "error": ...}}. Standard library only; Python 3.7 compatible. A child, because
 # loading a vendor's ICD runs its initialisers, which can hang or crash.
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import sys
+from typing import Dict, List, Optional
 
 
-def _maps():
+def _maps() -> List[str]:
     paths = []
     try:
         with open("/proc/self/maps", "r") as fh:
@@ -23,12 +26,12 @@ def _maps():
     return paths
 
 
-def _stem(name):
+def _stem(name: str) -> str:
     base = os.path.basename(name)
     return base.split(".so")[0] if ".so" in base else base
 
 
-def resolve(name):
+def resolve(name: str) -> Dict[str, Optional[str]]:
     before = set(_maps())
     try:
         ctypes.CDLL(name, mode=getattr(os, "RTLD_LAZY", 1) | getattr(os, "RTLD_LOCAL", 0))
@@ -44,8 +47,8 @@ def resolve(name):
     return {"path": new[0] if new else None, "error": None}
 
 
-def main(argv):
-    out = {}
+def main(argv: List[str]) -> int:
+    out: Dict[str, Dict[str, Optional[str]]] = {}
     for name in argv[1:]:
         if name not in out:
             out[name] = resolve(name)
