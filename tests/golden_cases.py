@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 COMMANDS = ("scan", "plan")
 # Environment that changes a plan: unset while the golden outputs are made and compared.
-ENV_DROPPED = ("MLPROBE_PYTORCH_INDEX_URL",)
+ENV_DROPPED = ("MLPROBE_PYTORCH_INDEX_URL", "MLPROBE_AMD_INDEX_URL")
 VOLATILE = {"mlprobe_version": "<version>", "seconds": "<seconds>"}
 
 

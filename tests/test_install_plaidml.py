@@ -43,3 +43,17 @@ def test_plaidml_installs_and_verifies_on_llvm_cpu(tmp_path: Path) -> None:
     rec = cpu[0]
     assert rec["verdict"] == "CPU" and rec["correctness"]["passed"] and rec["learning"]["passed"], rec
     assert not any("sees no" in (x.get("reason") or "") for x in res["results"])
+    # A device PlaidML does not have, asked for by PLAIDML_DEVICE_IDS in the activated environment:
+    # NOT_SEEN with what PlaidML lists, and verify exits 1 (llvm_cpu.0 is still measured, as CPU).
+    active = dict(env, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+                  KERAS_BACKEND="plaidml.keras.backend", PLAIDML_DEVICE_IDS="opencl_nvidia_nvidia_h200.0")
+    n = subprocess.run([sys.executable, "-m", "mlprobe", "verify", "--framework", "plaidml", "--python",
+                        str(venv / "bin" / "python"), "--json", "--quick", "--no-cpu-peers"],
+                       capture_output=True, text=True, timeout=1200, env=active, cwd=tmp_path)
+    assert n.returncode == 1, n.stderr[-3000:]
+    res = json.loads(n.stdout)
+    seen = [x for x in res["results"] if x["verdict"] == "NOT_SEEN"]
+    assert len(seen) == 1, res["results"]
+    assert seen[0]["device"] == "opencl_nvidia_nvidia_h200.0" and seen[0]["requested_by"] == "PLAIDML_DEVICE_IDS"
+    assert "llvm_cpu.0" in seen[0]["listed_devices"] and seen[0]["likely_cause"]
+    assert any(x["device"] == "llvm_cpu.0" and x["verdict"] == "CPU" for x in res["results"])

@@ -304,8 +304,15 @@ ALL_FIXTURES = [d for d in fixture_dirs() if not d.name.startswith("verify-")]
 
 
 def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No placeholder in any command, index or package; PyTorch recipes name PyTorch's own index."""
+    """No placeholder in any command, index or package; PyTorch recipes name PyTorch's own index,
+    AMD's wheels AMD's (knowledge/indexes.json)."""
     monkeypatch.delenv("MLPROBE_PYTORCH_INDEX_URL", raising=False)
+    monkeypatch.delenv("MLPROBE_AMD_INDEX_URL", raising=False)
+    from mlprobe.recipes import find_recipe
+
+    from mlprobe.recipes import knowledge
+
+    bases = {r["id"]: r["url"] for r in knowledge()["indexes"]["indexes"]}
     with_index = 0
     for folder in ALL_FIXTURES:
         plan = json.loads(json.dumps(make_plan(_report(folder), framework="torch")))
@@ -314,7 +321,8 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
             assert "<" not in text and ">" not in text.replace(">=", ""), (folder.name, text)
             if e["index"]:
                 with_index += 1
-                assert e["index_url"] == f"https://download.pytorch.org/whl/{e['index']}", (folder.name, e)
+                base = bases[find_recipe(e["recipe"])["install"]["index"]["id"]]
+                assert e["index_url"] == f"{base}/{e['index']}", (folder.name, e)
                 assert any(f"--index-url {e['index_url']}" in c for c in e["commands"]), e["commands"]
         assert not any("pytorch-index" in w for w in plan["warnings"]), plan["warnings"]
     assert with_index >= 20, "the fixtures should recommend PyTorch-index builds (cpu, cu*, rocm*)"

@@ -162,6 +162,21 @@ def test_probe_defers_to_better_sources(tmp_path: Path) -> None:
     assert out.os is None and out.cpu is None and out.gpus and out.frameworks
 
 
+def test_a_host_json_without_a_cpu_keeps_the_pastes_cpu(tmp_path: Path) -> None:
+    """host.json names the platform, not the CPU: a bundle of host.json + collect_env.txt still gets
+    the paste's CPU model and flags, in the scan report too."""
+    from mlprobe.scan.run import facts_to_report, scan
+
+    (tmp_path / "collect_env.txt").write_text(read("linux-nvidia-h100-torch-collect-env"))
+    (tmp_path / "host.json").write_text('{"system": "Linux", "machine": "x86_64", "python_version": "3.11.9"}')
+    out = ce.probe(ReplayHost(tmp_path))
+    assert out.os is None and out.cpu is not None and out.cpu.model and out.cpu.source == "collect_env.txt"
+    cpu = facts_to_report(scan(ReplayHost(tmp_path)))["cpu"]
+    assert cpu["model"] == out.cpu.model and cpu["flags"] and cpu["source"] == "collect_env.txt"
+    (tmp_path / "py-cpuinfo.json").write_text('{"arch": "X86_64", "brand_raw": "Other CPU", "flags": ["sse2"]}')
+    assert ce.probe(ReplayHost(tmp_path)).cpu is None  # a CPU source of its own wins
+
+
 TEXTS: List[str] = [read(f) for f in BUNDLES] + [MULTI]
 
 

@@ -506,7 +506,8 @@ def test_probe_kernel_module_only(tmp_path: Path) -> None:
     (tmp_path / "proc-driver-nvidia-version.txt").write_text(PROC_VERSIONS[2][0])
     out = nv.probe(ReplayHost(tmp_path))
     assert out.status == "ok" and out.gpus == []
-    assert out.runtimes["cuda"] == {"driver_version": "575.57.08", "version": "12.9"}
+    # the open kernel module's line: its flavour is kept (Blackwell needs it; knowledge kernel_modules)
+    assert out.runtimes["cuda"] == {"driver_version": "575.57.08", "version": "12.9", "kernel_module": "open"}
 
 
 def test_probe_garbage_is_an_error(tmp_path: Path) -> None:

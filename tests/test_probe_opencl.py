@@ -274,3 +274,17 @@ def test_any_json_shape_gives_platforms_or_a_parse_error(platforms: Any, devices
         _gpus(parse_clinfo_json(json.dumps({"platforms": platforms, "devices": devices})))
     except ParseError:
         pass
+
+
+@pytest.mark.parametrize("folder, gfx, arch", [
+    ("linux-amd-radeon-vii-gfx906-pal-clinfo", "gfx906", "GCN5.1"),
+    ("windows-amd-gfx90c-nvidia-rtx3050-laptop-app-clinfo", "gfx90c", "GCN5"),
+])
+def test_amds_opencl_device_name_is_the_hardware_target(folder: str, gfx: str, arch: str) -> None:
+    """AMD's OpenCL names the device by its gfx target (`Name: gfx906`): that is the hardware's own
+    target (gfx_target), which the plan's ROCm rules read, not only the runtime's."""
+    from mlprobe.probes import opencl
+
+    amd = [g for g in opencl.probe(ReplayHost(Path(__file__).parent.parent / "fixtures" / folder)).gpus
+           if g.vendor == "amd"]
+    assert [(g.gfx_target, g.runtime_gfx_target, g.architecture) for g in amd] == [(gfx, gfx, arch)]

@@ -339,6 +339,10 @@ def test_rocminfo_survives_mutation(path: Path) -> None:
     ("smi-concise", decode((FIXTURES / "linux-amd-mi300x-x4-rocminfo-rocm-smi/rocm-smi.txt").read_bytes()),
      rocm.parse_rocm_smi, len),
     ("version", "6.2.4-120\n", rocm.parse_rocm_version, lambda r: 1),
+    ("amd-smi-list", decode((FIXTURES / "linux-amd-mi300x-amd-smi-list-static-blog/amd-smi-list.txt").read_bytes()),
+     rocm.parse_amd_smi, len),
+    ("amd-smi-static", decode((FIXTURES / "linux-amd-mi300x-amd-smi-list-static-blog/amd-smi-static.txt")
+                              .read_bytes()), rocm.parse_amd_smi, len),
 ])
 def test_other_rocm_parsers_survive_mutation(name: str, text: str, parse: Any, count: Any) -> None:
     base = count(parse(text))
@@ -353,3 +357,61 @@ def test_other_rocm_parsers_survive_mutation(name: str, text: str, parse: Any, c
         assert count(result) <= base
 
     check()
+
+
+# -- amd-smi -----------------------------------------------------------------------------------------
+
+AMDSMI = FIXTURES / "linux-amd-mi300x-amd-smi-list-static-blog"
+
+
+def test_amd_smi_list_and_static_of_amds_blog() -> None:
+    listed = rocm.parse_amd_smi((AMDSMI / "amd-smi-list.txt").read_text())
+    static = rocm.parse_amd_smi((AMDSMI / "amd-smi-static.txt").read_text())
+    assert [(c.index, c.pci_bus_id) for c in listed] == [(0, "0000:05:00.0"), (1, "0000:26:00.0"), (2, "0000:46:00.0")]
+    assert (static[0].name, static[0].device_id, static[0].revision) == ("MI300X-O", "0x74a1", "0x00")
+    # ROCm's 64-bit id from the ASIC serial and from the list's UUID agree
+    assert static[0].unique_id == listed[0].unique_id == "0xaf54e92b0a5d57c8"
+    merged = rocm.merge_cards(listed, static)
+    assert len(merged) == 3 and merged[0].name == "MI300X-O" and merged[0].pci_bus_id == "0000:05:00.0"
+    c = rocm.probe(ReplayHost(AMDSMI))
+    assert [(g.gfx_target, g.uuid) for g in c.gpus] == [
+        ("gfx942", "GPU-af54e92b0a5d57c8"), (None, "GPU-0a5bce698de95724"), (None, "GPU-9765fa81273af9ce")]
+    assert c.gpus[0].apis == ("rocm",)  # amd-smi is part of a ROCm user-space
+
+
+def test_amd_smi_target_node_and_json_form() -> None:
+    """The newer fields: TARGET_GRAPHICS_VERSION (from the KFD: the hardware's own), NODE_ID, HIP_UUID,
+    VRAM SIZE; the --json form (lower-case keys, sizes as value/unit) reads the same."""
+    text = ("GPU: 0\n    BDF: 0000:03:00.0\n    UUID: 00ff73df-0000-1000-8000-000000000000\n    KFD_ID: 1\n"
+            "    NODE_ID: 1\n    PARTITION_ID: 0\n\nGPU: 0\n    ASIC:\n        MARKET_NAME: AMD Radeon RX 6700 XT\n"
+            "        DEVICE_ID: 0x73df\n        REV_ID: 0xc1\n        ASIC_SERIAL: 0x0000000000000000\n"
+            "        NUM_COMPUTE_UNITS: 40\n        TARGET_GRAPHICS_VERSION: gfx1031\n    VRAM:\n"
+            "        TYPE: GDDR6\n        SIZE: 12272 MB\n")
+    (card,) = rocm.parse_amd_smi(text)
+    assert (card.gfx_target, card.node, card.unique_id, card.memory_bytes, card.compute_units) == (
+        "gfx1031", 1, None, 12272 * 1024 ** 2, 40)
+    doc = [{"gpu": 0, "asic": {"market_name": "AMD Radeon RX 6700 XT", "device_id": "0x73df",
+                               "target_graphics_version": "gfx1031", "asic_serial": "N/A"},
+            "bus": {"bdf": "0000:03:00.0"}, "vram": {"type": "GDDR6", "size": {"value": 12272, "unit": "MB"}}}]
+    (j,) = rocm.parse_amd_smi(json.dumps(doc))
+    assert (j.gfx_target, j.pci_bus_id, j.memory_bytes, j.name) == ("gfx1031", "0000:03:00.0", 12272 * 1024 ** 2,
+                                                                   "AMD Radeon RX 6700 XT")
+    c = rocm.probe(DictHost({"amd-smi-static.json": json.dumps(doc), "amd-smi-list.txt": text.split("\n\n")[0]},
+                            env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}))
+    (g,) = c.gpus
+    assert (g.gfx_target, g.runtime_gfx_target, g.kfd_node, g.memory_bytes) == ("gfx1031", "gfx1030", 1,
+                                                                              12272 * 1024 ** 2)
+
+
+@pytest.mark.parametrize("text", ["", "hello\n", "[1, 2", "{}"])
+def test_amd_smi_garbage_is_a_parse_error_or_nothing(text: str) -> None:
+    try:
+        assert rocm.parse_amd_smi(text) == []
+    except ParseError:
+        pass
+
+
+def test_rocminfo_and_kfd_give_the_node_the_per_device_override_needs() -> None:
+    c = rocm.probe(ReplayHost(FIXTURES / "linux-amd-rx6750xt-gfx1031-with-igpu-gfx1036-rocminfo"))
+    assert [(g.gfx_target, g.kfd_node) for g in c.gpus] == [("gfx1031", 1), ("gfx1036", 2)]
+    assert [g.kfd_node for g in rocm.probe(DictHost({"kfd-topology.txt": KFD})).gpus] == [1, 2]

@@ -350,8 +350,102 @@ def test_rocm_is_linux_only_and_wsl_needs_rdna3() -> None:
 def test_discrete_gpu_is_the_target_when_an_igpu_is_there_too() -> None:
     rep = report(gpus=[amd("AMD Radeon RX 7800 XT", "gfx1101"), amd("AMD Radeon Graphics", "gfx1036", True)])
     e = entry(rep, "torch-rocm")
-    assert e["env"] == {}, "gfx1101 is built; the iGPU's override is not needed"
-    assert any("also visible to ROCm" in w for w in e["warnings"])
+    # gfx1101 is built, so no override; the iGPU (no kernels in the wheel) is hidden from the runtime
+    assert e["env"] == {"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"}
+    assert any("also visible to ROCm" in w and "ROCR_VISIBLE_DEVICES" in w for w in e["warnings"])
+    assert "export ROCR_VISIBLE_DEVICES=0" in e["commands"]
+
+
+def test_the_igpu_listed_first_leaves_the_dgpu_as_rocm_device_1_then_hip_device_0() -> None:
+    dgpu = dict(amd("AMD Radeon RX 7800 XT", "gfx1101"), uuid="GPU-e10f2e38e35f3587")
+    rep = report(gpus=[amd("AMD Radeon Graphics", "gfx1036", True), amd("AMD Radeon RX 7800 XT", "gfx1101")])
+    assert entry(rep, "torch-rocm")["env"] == {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"}
+    rep["gpus"][1] = dgpu  # a UUID does not depend on the enumeration order
+    assert entry(rep, "torch-rocm")["env"]["ROCR_VISIBLE_DEVICES"] == "GPU-e10f2e38e35f3587"
+
+
+def test_an_override_for_the_dgpu_alone_is_per_node_when_the_node_is_known() -> None:
+    dgpu = dict(amd("AMD Radeon RX 6750 XT", "gfx1031"), kfd_node=1)
+    igpu = dict(amd("AMD Radeon Graphics", "gfx1036", True), kfd_node=2)
+    e = entry(report(gpus=[dgpu, igpu]), "torch-rocm")
+    assert e["env"] == {"HSA_OVERRIDE_GFX_VERSION_1": "10.3.0", "ROCR_VISIBLE_DEVICES": "0",
+                        "HIP_VISIBLE_DEVICES": "0"}
+    # without node numbers the one global override is right too: the iGPU it would also rename is hidden
+    e = entry(report(gpus=[amd("AMD Radeon RX 6750 XT", "gfx1031"), amd("AMD Radeon Graphics", "gfx1036", True)]),
+              "torch-rocm")
+    assert e["env"]["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
+
+
+def test_a_second_dgpu_that_needs_no_override_keeps_its_own_target() -> None:
+    # a global HSA_OVERRIDE_GFX_VERSION=10.3.0 would make the RX 7600 (gfx1102, built) run as gfx1030
+    a = dict(amd("AMD Radeon RX 6700 XT", "gfx1031"), kfd_node=1)
+    b = dict(amd("AMD Radeon RX 7600", "gfx1102"), kfd_node=2)
+    e = entry(report(gpus=[a, b]), "torch-rocm")
+    assert e["env"] == {"HSA_OVERRIDE_GFX_VERSION_1": "10.3.0"}
+    v = verdict(report(gpus=[amd("AMD Radeon RX 6700 XT", "gfx1031"), amd("AMD Radeon RX 7600", "gfx1102")]),
+                "torch-rocm")
+    assert not v.fits and any("KFD node" in r for r in v.reasons)
+
+
+# --------------------------------------------------------------------------- AMD's own wheels
+
+
+def test_amd_wheels_give_gfx1031_native_kernels_ranked_above_the_override() -> None:
+    plan = make_plan(report(gpus=[amd("AMD Radeon RX 6700 XT", "gfx1031")]), framework="torch")
+    ids = [e["recipe"] for e in plan["recommended"]]
+    assert ids[:2] == ["torch-rocm-amd", "torch-rocm"], ids
+    native, override = plan["recommended"][0], plan["recommended"][1]
+    assert native["packages"] == ["torch[device-gfx1031]==2.12.*"] and native["env"] == {}
+    assert native["index_url"] == "https://repo.amd.com/rocm/whl-multi-arch"
+    assert override["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+
+
+def test_pytorchs_own_wheels_stay_first_where_both_have_native_kernels() -> None:
+    plan = make_plan(report(gpus=[amd("AMD Radeon RX 7900 XTX", "gfx1100")]), framework="torch")
+    assert [e["recipe"] for e in plan["recommended"]][:2] == ["torch-rocm", "torch-rocm-amd"]
+
+
+def test_amd_wheels_on_windows_follow_amds_windows_column() -> None:
+    win = report(system="Windows", gpus=[amd("AMD Radeon RX 6700 XT", "gfx1031")])
+    e = entry(win, "torch-rocm-amd")
+    assert e["packages"] == ["torch[device-gfx1031]==2.12.*"]
+    assert top(win, "torch") == "torch-rocm-amd"
+    # gfx1201 is Release Ready on Linux, Build Passing only on Windows: it fits, unverified, scored lower
+    lin = entry(report(gpus=[amd("AMD Radeon RX 9070 XT", "gfx1201")]), "torch-rocm-amd")
+    w = entry(report(system="Windows", gpus=[amd("AMD Radeon RX 9070 XT", "gfx1201")]), "torch-rocm-amd")
+    assert w["score"] < lin["score"] and any("Build Passing only" in x for x in w["warnings"])
+    # Instinct targets have no Windows build at all
+    v = verdict(report(system="Windows", gpus=[amd("AMD Instinct MI300X", "gfx942")]), "torch-rocm-amd")
+    assert not v.fits and any("no Windows wheels for gfx942" in r for r in v.reasons)
+
+
+def test_amd_wheels_refuse_what_amd_does_not_ship() -> None:
+    v = verdict(report(gpus=[amd("AMD Radeon Graphics", "gfx90c", True)]), "torch-rocm-amd")
+    assert not v.fits and any("no device package for gfx90c" in r for r in v.reasons)
+    v = verdict(report(gpus=[amd("AMD Radeon RX 580", "gfx803")]), "torch-rocm-amd")
+    assert not v.fits
+    wsl = report(gpus=[amd("AMD Radeon RX 7900 XTX", "gfx1100")])
+    wsl["os"]["wsl"] = True
+    v = verdict(wsl, "torch-rocm-amd")
+    assert not v.fits and any("WSL" in r for r in v.reasons)
+    v = verdict(report(python="3.10", gpus=[amd("AMD Radeon RX 7900 XTX", "gfx1100")]), "torch-rocm-amd")
+    assert not v.fits and any("3.10" in r for r in v.reasons)
+
+
+def test_amd_wheels_warn_about_an_override_left_in_the_environment_and_a_disputed_target() -> None:
+    e = entry(report(gpus=[amd("AMD Radeon RX 6700 XT", "gfx1031", runtime="gfx1030")]), "torch-rocm-amd")
+    assert any("unset it" in w for w in e["warnings"])
+    e = entry(report(gpus=[amd("AMD Custom GPU 0405", "gfx1033", True)]), "torch-rocm-amd")
+    assert any("wrong results" in w for w in e["warnings"])
+
+
+def test_amd_wheels_hide_the_igpu_and_install_the_dgpus_kernels_only() -> None:
+    rep = report(gpus=[amd("AMD Radeon RX 6750 XT", "gfx1031"), amd("AMD Radeon Graphics", "gfx1036", True)])
+    e = entry(rep, "torch-rocm-amd")
+    assert e["packages"] == ["torch[device-gfx1031]==2.12.*"]
+    assert e["env"] == {"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"}
+    use = make_plan(rep, framework="torch")
+    assert use["top"]["torch"] == "torch-rocm-amd"
 
 
 # --------------------------------------------------------------------------- CPU, Python, OS

@@ -90,6 +90,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ap.add_argument("--without-pip", action="store_true",
                     help="create the venv without pip (faster; mlprobe drives it with this pip's --python)")
     ap.add_argument("--no-verify", action="store_true", help="skip `mlprobe verify` after installing")
+    ap.add_argument("--keep-without-device", action="store_true",
+                    help="keep the environment even when its framework does not list the recipe's device "
+                         "(rolled back otherwise); said in the result")
     ap.add_argument("--log", metavar="FILE", type=Path,
                     help="the transcript log (default: ~/.cache/mlprobe/logs/install-<recipe>-<time>.log)")
     ap.add_argument("--timeout", metavar="S", type=seconds, default=3600.0,
@@ -106,7 +109,7 @@ def _options(args: argparse.Namespace) -> "InstallOptions":
         find_links=tuple(_abs_link(x) for x in args.find_links), no_index=args.no_index,
         use_pip_config=args.use_pip_config, apply=args.apply, venv=args.venv, system=args.system,
         installer=args.installer, with_pip=not args.without_pip, verify=not args.no_verify,
-        log=args.log, timeout_s=args.timeout,
+        log=args.log, timeout_s=args.timeout, keep_without_device=args.keep_without_device,
     )
 
 

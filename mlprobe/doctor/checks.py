@@ -476,19 +476,25 @@ def _gfx_evidence(dc: DoctorContext, gfx: Optional[str]) -> Optional[Evidence]:
     return dc.line("rocminfo.txt", rf"^\s*Name:\s+{re.escape(gfx)}\b") or dc.line("collect_env.txt", re.escape(gfx))
 
 
+# the plan's fix for a target the wheels lack: `export HSA_OVERRIDE_GFX_VERSION=10.3.0`, or the per-GPU
+# form `HSA_OVERRIDE_GFX_VERSION_1=10.3.0` when other GPUs must keep their own target
+_OVERRIDE_FIX = re.compile(r"HSA_OVERRIDE_GFX_VERSION(_\d+)?=")
+
+
 @check("rocm_gfx_override_needed")
 def rocm_gfx_override_needed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     flavour = _flavour(dc) or ""
     finding = dc.installed("torch")
     if not flavour.startswith("rocm") or not finding or finding.get("status") != "problem":
         return []
-    fix = next((f for f in finding.get("fix") or [] if "HSA_OVERRIDE_GFX_VERSION=" in f), None)
+    fixes = [str(f) for f in finding.get("fix") or []]
+    fix = next((f for f in fixes if _OVERRIDE_FIX.search(f)), None)
     if not fix:
         return []
     targets = dc.rules_ctx["amd"]["targets"]
     gfx = next((g.get("gfx") for g in targets if g.get("gfx")), None)
     return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(dc.gpus("amd")), "gfx": gfx or "?",
-                 "override": fix.split("=", 1)[1].strip()},
+                 "override": fix.split("=", 1)[1].strip(), "fix": " && ".join(fixes)},
                 _ev(_gfx_evidence(dc, gfx), dc.framework_evidence("torch"), dc.env_evidence("HSA_OVERRIDE_GFX_VERSION")),
                 detail="; ".join(finding.get("reasons") or []) or None)]
 
@@ -499,7 +505,7 @@ def rocm_gfx_unsupported(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     finding = dc.installed("torch")
     if not flavour.startswith("rocm") or not finding or finding.get("status") != "problem" or not dc.gpus("amd"):
         return []
-    if any("HSA_OVERRIDE_GFX_VERSION=" in f for f in finding.get("fix") or []):
+    if any(_OVERRIDE_FIX.search(str(f)) for f in finding.get("fix") or []):
         return []
     targets = dc.rules_ctx["amd"]["targets"]
     gfx = next((g.get("gfx") for g in targets if g.get("gfx")), None)
@@ -885,7 +891,7 @@ def opencl_no_loader(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if not users and not (dc.report.get("gpus") or []):
         return []
     return [Hit({"who": ", ".join(users) or "OpenCL programs (clinfo, PlaidML)"},
-                [Evidence(capture="opencl-icd.json", line=f"{a.name}: {a.error or 'not found'}") for a in ocl.loader])]
+                [Evidence(capture=dc.opencl_capture, line=f"{a.name}: {a.error or 'not found'}") for a in ocl.loader])]
 
 
 @check("opencl_loaders_differ")
@@ -900,8 +906,30 @@ def opencl_loaders_differ(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     return [Hit({"so": so, "so1": so1,
                  "fix": f"mkdir -p ~/.local/lib/opencl && ln -sf {so1} ~/.local/lib/opencl/libOpenCL.so && "
                         "export LD_LIBRARY_PATH=~/.local/lib/opencl:$LD_LIBRARY_PATH"},
-                [Evidence(capture="opencl-icd.json", line=f"libOpenCL.so -> {so}"),
-                 Evidence(capture="opencl-icd.json", line=f"libOpenCL.so.1 -> {so1}")],
+                [Evidence(capture=dc.opencl_capture, line=f"libOpenCL.so -> {so}"),
+                 Evidence(capture=dc.opencl_capture, line=f"libOpenCL.so.1 -> {so1}")],
+                severity=None if _opencl_users(dc) else "info")]
+
+
+@check("opencl_loader_ignores_filenames")
+def opencl_loader_ignores_filenames(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+    ocl = dc.opencl
+    if ocl is None or not ocl.filenames_env:
+        return []
+    in_files = {a.name.split(".so")[0] for a in ocl.icds if a.where != "OCL_ICD_FILENAMES"}
+    only_env = [a.name for a in ocl.icds if a.where == "OCL_ICD_FILENAMES" and a.name.split(".so")[0] not in in_files]
+    deaf = [name for name, reads in ocl.reads_filenames if reads is False]
+    if not only_env or not deaf:
+        return []
+    paths = {a.name: a.path for a in ocl.loader}
+    folder = "~/.local/etc/OpenCL/vendors"
+    lines = [f"mkdir -p {folder}"] + [f"echo {lib} > {folder}/{lib.split('.so')[0]}.icd" for lib in only_env]
+    if ocl.vendors_dir:
+        lines.append(f"cp {ocl.vendors_dir}/*.icd {folder}/")
+    return [Hit({"loader": ", ".join(f"{n} ({paths.get(n) or '?'})" for n in deaf), "libraries": ", ".join(only_env),
+                 "fix": " && ".join(lines) + f" && export OCL_ICD_VENDORS={folder}"},
+                [Evidence(capture=dc.opencl_capture, line=f"{n}: reads_ocl_icd_filenames false, path {paths.get(n)}")
+                 for n in deaf] + [Evidence(capture=dc.opencl_capture, line=f"OCL_ICD_FILENAMES={ocl.filenames_env}")],
                 severity=None if _opencl_users(dc) else "info")]
 
 
@@ -918,7 +946,7 @@ def opencl_no_icd(dc: DoctorContext, row: Dict[str, Any]) -> Result:
                                                                else "does not exist") + " and OCL_ICD_FILENAMES is unset"
         fix = ("install the OpenCL driver of the GPU (Debian/Ubuntu: nvidia-opencl-icd, mesa-opencl-icd, "
                "intel-opencl-icd; ROCm: rocm-opencl-runtime) or pocl-opencl-icd for the CPU")
-    return [Hit({"why": why, "fix": fix}, [Evidence(capture="opencl-icd.json", line=f"vendors_dir {ocl.vendors_dir}: "
+    return [Hit({"why": why, "fix": fix}, [Evidence(capture=dc.opencl_capture, line=f"vendors_dir {ocl.vendors_dir}: "
                                                     f"{'exists' if ocl.vendors_dir_exists else 'missing'}, no ICD")])]
 
 
@@ -930,7 +958,7 @@ def opencl_icd_broken(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     return [Hit({"where": a.where, "library": a.name, "error": a.error,
                  "fix": f"reinstall the driver that owns {a.name}, or remove {a.where}" if a.where.endswith(".icd")
                  else f"remove {a.name} from OCL_ICD_FILENAMES"},
-                [Evidence(capture="opencl-icd.json", line=f"{a.where}: {a.name}: {a.error}")])
+                [Evidence(capture=dc.opencl_capture, line=f"{a.where}: {a.name}: {a.error}")])
             for a in ocl.icds if a.error]
 
 

@@ -189,8 +189,15 @@ class DoctorContext:
 
     @cached_property
     def opencl(self) -> Optional[P.OpenClLoader]:
-        text = self.text("opencl-icd.json")
-        return P.parse_opencl_icd(text) if text is not None else None
+        for name in ("opencl-icd.json", "opencl-loaders.json"):
+            text = self.text(name)
+            parsed = P.parse_opencl_icd(text) if text is not None else None
+            if parsed is not None:
+                self.opencl_capture = name
+                return parsed
+        return None
+
+    opencl_capture = "opencl-icd.json"
 
     # -- frameworks ----------------------------------------------------------------------------------
     @cached_property

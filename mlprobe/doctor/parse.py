@@ -183,6 +183,8 @@ class OpenClLoader:
     vendors_env: Optional[str]
     filenames_env: Optional[str]
     error: Optional[str]
+    # per loader name, whether it reads OCL_ICD_FILENAMES (the device check's probe says; None: not known)
+    reads_filenames: Tuple[Tuple[str, Optional[bool]], ...] = ()
 
 
 def _answers(rows: Any, where_key: Optional[str], default_where: str, name_key: str) -> List[LibraryAnswer]:
@@ -199,6 +201,8 @@ def parse_opencl_icd(text: str) -> Optional[OpenClLoader]:
     doc = load_json(text)
     if not isinstance(doc, dict):
         return None
+    if isinstance(doc.get("loaders"), list):
+        return _from_loader_probe(doc)
     exists = doc.get("vendors_dir_exists")
     return OpenClLoader(
         loader=tuple(_answers(doc.get("loader"), None, "loader", "name")),
@@ -207,6 +211,26 @@ def parse_opencl_icd(text: str) -> Optional[OpenClLoader]:
         vendors_dir=_s(doc.get("vendors_dir")), vendors_dir_exists=exists if isinstance(exists, bool) else None,
         vendors_env=_s(doc.get("OCL_ICD_VENDORS")), filenames_env=_s(doc.get("OCL_ICD_FILENAMES")),
         error=_s(doc.get("error")))
+
+
+def _from_loader_probe(doc: Dict[str, Any]) -> OpenClLoader:
+    """opencl-loaders.json (mlprobe.verify.devicecheck.probe_loaders: one record per loader name, each
+    with the file it resolved to, its ICD files and whether it reads OCL_ICD_FILENAMES)."""
+    recs = [r for r in doc["loaders"] if isinstance(r, dict) and _s(r.get("name"))]
+    first = recs[0] if recs else {}
+    env = first.get("env") if isinstance(first.get("env"), dict) else {}
+    icds = [LibraryAnswer(name=str(f["library"]), path=None, error=None,
+                          where=str(first.get("vendors_dir") or "/etc/OpenCL/vendors") + "/" + str(f.get("file")))
+            for f in first.get("icd_files") or [] if isinstance(f, dict) and _s(f.get("library"))]
+    names = [n for n in str(env.get("OCL_ICD_FILENAMES") or "").split(":") if n.strip()]
+    icds += [LibraryAnswer(name=n, path=None, error=None, where="OCL_ICD_FILENAMES") for n in names]
+    return OpenClLoader(
+        loader=tuple(LibraryAnswer(name=str(r["name"]), path=_s(r.get("path")), error=_s(r.get("error")),
+                                   where="loader") for r in recs),
+        icds=tuple(icds), vendors_dir=_s(first.get("vendors_dir")), vendors_dir_exists=None,
+        vendors_env=_s(env.get("OCL_ICD_VENDORS")), filenames_env=_s(env.get("OCL_ICD_FILENAMES")), error=None,
+        reads_filenames=tuple((str(r["name"]), r.get("reads_ocl_icd_filenames")
+                               if isinstance(r.get("reads_ocl_icd_filenames"), bool) else None) for r in recs))
 
 
 @dataclass(frozen=True)

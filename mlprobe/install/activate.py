@@ -56,39 +56,52 @@ def _clean(text: str) -> str:
     return text
 
 
-def posix_block(env: Dict[str, str]) -> Tuple[str, str]:
+def posix_block(env: Dict[str, str], prepend: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
     """(lines for the end of bin/activate, lines for the top of its deactivate function). The
-    restore runs only when mlprobe's block had run (activate itself calls `deactivate` first)."""
+    restore runs only when mlprobe's block had run (activate itself calls `deactivate` first).
+    `prepend` puts a folder first on a path-list variable (LD_LIBRARY_PATH), keeping what was there."""
+    prepend = dict(prepend or {})
     sets = [BEGIN]
-    for k, v in env.items():
+    for k, v in list(env.items()) + list(prepend.items()):
         sets.append(f'if [ -n "${{{k}+_}}" ] ; then _MLPROBE_OLD_{k}="${k}" ; export _MLPROBE_OLD_{k} ; fi')
-        sets.append(f"{k}={_sh(v)}")
+        if k in prepend and k not in env:
+            sets.append(f'{k}={_sh(v)}"${{{k}:+:${k}}}"')
+        else:
+            sets.append(f"{k}={_sh(v)}")
         sets.append(f"export {k}")
     sets += ["_MLPROBE_ENV_ACTIVE=1", "export _MLPROBE_ENV_ACTIVE", END]
     unsets = ["    " + BEGIN, '    if [ -n "${_MLPROBE_ENV_ACTIVE:-}" ] ; then']
-    for k in env:
+    for k in list(env) + [k for k in prepend if k not in env]:
         unsets.append(f'        if [ -n "${{_MLPROBE_OLD_{k}+_}}" ] ; then {k}="$_MLPROBE_OLD_{k}" ; '
                       f"export {k} ; unset _MLPROBE_OLD_{k} ; else unset {k} ; fi")
     unsets += ["        unset _MLPROBE_ENV_ACTIVE", "    fi", "    " + END]
     return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
 
 
-def fish_block(env: Dict[str, str]) -> Tuple[str, str]:
+def fish_block(env: Dict[str, str], prepend: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
+    prepend = {k: v for k, v in (prepend or {}).items() if k not in env}
     sets = [BEGIN]
-    for k, v in env.items():
+    for k, v in list(env.items()) + list(prepend.items()):
         sets.append(f"if set -q {k}; set -gx _MLPROBE_OLD_{k} ${k}; end")
-        sets.append(f"set -gx {k} {_fish(v)}")
+        if k in prepend:
+            sets.append(f"if set -q {k}; set -gx {k} {_fish(v)}:${k}; else; set -gx {k} {_fish(v)}; end")
+        else:
+            sets.append(f"set -gx {k} {_fish(v)}")
     sets += ["set -gx _MLPROBE_ENV_ACTIVE 1", END]
     unsets = ["    " + BEGIN, "    if set -q _MLPROBE_ENV_ACTIVE"]
-    for k in env:
+    for k in list(env) + list(prepend):
         unsets.append(f"        if set -q _MLPROBE_OLD_{k}; set -gx {k} $_MLPROBE_OLD_{k}; "
                       f"set -e _MLPROBE_OLD_{k}; else; set -e {k}; end")
     unsets += ["        set -e _MLPROBE_ENV_ACTIVE", "    end", "    " + END]
     return "\n".join(sets) + "\n", "\n".join(unsets) + "\n"
 
 
-def csh_block(env: Dict[str, str]) -> str:
-    lines = [BEGIN] + [f"setenv {k} {_sh(v)}" for k, v in env.items()] + [END]
+def csh_block(env: Dict[str, str], prepend: Optional[Mapping[str, str]] = None) -> str:
+    lines = [BEGIN] + [f"setenv {k} {_sh(v)}" for k, v in env.items()]
+    for k, v in (prepend or {}).items():
+        if k not in env:
+            lines.append(f'if ($?{k}) then\n    setenv {k} {_sh(v)}":${{{k}}}"\nelse\n    setenv {k} {_sh(v)}\nendif')
+    lines.append(END)
     return "\n".join(lines) + "\n"
 
 
@@ -113,24 +126,29 @@ def _append(text: str, block: str) -> str:
     return text.rstrip("\n") + "\n\n" + block
 
 
-def render_scripts(env: Dict[str, str], scripts: Dict[str, str]) -> Dict[str, str]:
-    """Pure: the new text of each activate script (name -> old text) with env set; empty env clears."""
+def render_scripts(env: Dict[str, str], scripts: Dict[str, str],
+                   prepend: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Pure: the new text of each activate script (name -> old text) with env set; empty env clears.
+    `prepend` (LD_LIBRARY_PATH -> folder) goes into the POSIX shells' scripts only: it is for Linux."""
     out: Dict[str, str] = {}
     for name, old in scripts.items():
         text = _clean(old)
-        if not env:
+        if not env and not prepend:
             out[name] = text
             continue
         if name == "activate":
-            sets, unsets = posix_block(env)
+            sets, unsets = posix_block(env, prepend)
             text = _insert_after_line(text, r"^deactivate\s*\(\)\s*\{\s*$", unsets)
             text = _append(text, sets)
         elif name == "activate.fish":
-            sets, unsets = fish_block(env)
+            sets, unsets = fish_block(env, prepend)
             text = _insert_after_line(text, r"^function deactivate\b.*$", unsets)
             text = _append(text, sets)
         elif name == "activate.csh":
-            text = _append(text, csh_block(env))
+            text = _append(text, csh_block(env, prepend))
+        elif not env:
+            out[name] = text
+            continue
         elif name == "Activate.ps1":
             sets, unsets = ps1_block(env)
             text = _insert_after_line(text, r"^function global:deactivate\b.*\{\s*$", unsets)
@@ -156,12 +174,13 @@ def activate_scripts(scripts_dir: Path) -> List[Path]:
     return [scripts_dir / n for n in SCRIPT_NAMES if (scripts_dir / n).is_file()]
 
 
-def write_env(scripts_dir: Path, env: Dict[str, str]) -> List[Path]:
-    """Write env into every activate script found in scripts_dir; returns those written."""
-    check_names(env)
+def write_env(scripts_dir: Path, env: Dict[str, str], prepend: Optional[Mapping[str, str]] = None) -> List[Path]:
+    """Write env (and `prepend`: folders put first on path-list variables) into every activate
+    script found in scripts_dir; returns those written."""
+    check_names(dict(env, **dict(prepend or {})))
     paths = activate_scripts(scripts_dir)
     olds = {p.name: p.read_bytes().decode("utf-8", "replace") for p in paths}
-    news = render_scripts(env, olds)
+    news = render_scripts(env, olds, prepend)
     written = []
     for p in paths:
         if news[p.name] != olds[p.name]:
@@ -176,22 +195,37 @@ def shell_lines(env: Dict[str, str]) -> List[str]:
 
 
 _POSIX_SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)='((?:[^']|'\\'')*)'$")
+_POSIX_PREPEND = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)='((?:[^']|'\\'')*)'\"\$\{\1:\+:\$\1\}\"$")
+
+
+def read_prepend(scripts_dir: Path) -> Dict[str, str]:
+    """The folders mlprobe's block of bin/activate puts first on path-list variables."""
+    out: Dict[str, str] = {}
+    for line in _block_lines(scripts_dir):
+        m = _POSIX_PREPEND.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).replace("'\\''", "'")
+    return out
+
+
+def _block_lines(scripts_dir: Path) -> List[str]:
+    try:
+        text = (scripts_dir / "activate").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    start = text.rfind("\n" + BEGIN + "\n")
+    if start < 0:
+        return []
+    end = text.find("\n" + END, start)
+    return text[start:end if end > 0 else len(text)].splitlines()
 
 
 def read_env(scripts_dir: Path) -> Dict[str, str]:
     """The variables mlprobe wrote into this environment's bin/activate (its marked block), so that
     a later check or `mlprobe verify --python` runs with what activating the venv gives. {} when there
     is no such block or the script cannot be read."""
-    try:
-        text = (scripts_dir / "activate").read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return {}
-    start = text.rfind("\n" + BEGIN + "\n")
-    if start < 0:
-        return {}
-    end = text.find("\n" + END, start)
     out: Dict[str, str] = {}
-    for line in text[start:end if end > 0 else len(text)].splitlines():
+    for line in _block_lines(scripts_dir):
         m = _POSIX_SET.match(line.strip())
         if m:
             out[m.group(1)] = m.group(2).replace("'\\''", "'")
@@ -199,15 +233,19 @@ def read_env(scripts_dir: Path) -> Dict[str, str]:
 
 
 def activated_env(base: Mapping[str, str], venv: Optional[Path], scripts_dir: Optional[Path],
-                  env: Mapping[str, str]) -> Dict[str, str]:
+                  env: Mapping[str, str], prepend: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """`base` as activating the venv changes it: VIRTUAL_ENV, its scripts first on PATH, no
-    PYTHONHOME, and the recipe's variables (which, like activate, win over what was set)."""
+    PYTHONHOME, the recipe's variables (which, like activate, win over what was set), and the folders
+    `prepend` puts first on path-list variables."""
     out = dict(base)
     if venv is not None and scripts_dir is not None:
         out["VIRTUAL_ENV"] = str(venv)
         out["PATH"] = str(scripts_dir) + os.pathsep + out.get("PATH", "")
         out.pop("PYTHONHOME", None)
     out.update({str(k): str(v) for k, v in env.items()})
+    for k, v in (prepend or {}).items():
+        if k not in env:
+            out[k] = v + (os.pathsep + out[k] if out.get(k) else "")
     return out
 
 
@@ -219,7 +257,7 @@ def env_of_interpreter(python: str, base: Mapping[str, str]) -> Dict[str, str]:
     venv = scripts.parent
     if not (venv / "pyvenv.cfg").is_file():
         return {}
-    full = activated_env(base, venv, scripts, read_env(scripts))
     if os.path.normcase(base.get("VIRTUAL_ENV", "")) == os.path.normcase(str(venv)):
-        full["PATH"] = base.get("PATH", "")  # already active: PATH is as the person has it
+        return {}  # already active: the environment is as the person has it, their own changes included
+    full = activated_env(base, venv, scripts, read_env(scripts), read_prepend(scripts))
     return {k: v for k, v in full.items() if base.get(k) != v}

@@ -24,8 +24,9 @@ from ..errors import StageError
 from . import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
-from .proc import StepTimeout, Transcript, run_logged
-from .resolve import Failure, Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants
+from .proc import StepTimeout, Transcript, run_logged, run_quiet
+from .resolve import (Failure, Resolution, classify_failure, dry_run, fill_sizes, installed_names, pin_variants,
+                      uv_dry_run)
 from .steps import InstallOptions, InstallPlan, Step
 from .transaction import RestoreReport, Transaction
 from .venv import (
@@ -189,6 +190,10 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     for c in plan.commands:
         steps.append(Step("note", "the recipe's own command (shown, not run)", c))
     fw = _verify_framework(plan)
+    if fw and plan.device and plan.device.lower() != "cpu" and env.mode != "replay":
+        steps.append(Step("check", f"{fw}'s own device list, in the environment activate gives, must hold "
+                          f"{plan.device}; if not, a known fix inside the environment is applied and checked "
+                          "again, else the install rolls back (--keep-without-device keeps it)"))
     if fw and env.mode != "replay":
         steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
     return steps
@@ -255,11 +260,17 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
     if pre.problems and any(p.ref == "E514" for p in pre.problems):
         pre.resolution = Resolution(ok=False, skipped="no build of the recipe's variant in the sources")
         return pre
-    say("resolving (pip install --dry-run)")
-    if env.mode == "replay":
+    if backend is not None and backend.name == "uv" and backend.uv and env.mode != "replay":
+        # the installer that --apply will run resolves, with the same sources and options
+        say("resolving (uv, as --apply will install)")
+        res = uv_dry_run(backend.uv, env.python, pre.packages, plan.sources, backend.env(plan.sources),
+                         fresh=env.mode == "new-venv", extra=plan.pip_args)
+    elif env.mode == "replay":
+        say("resolving (pip install --dry-run)")
         res = dry_run(pip_cmd, pre.packages, plan.sources, ignore_installed=True,
                       python_version=env.target.major_minor, platforms=env.target.platforms[:12])
     else:
+        say("resolving (pip install --dry-run)")
         res = dry_run(pip_cmd, pre.packages + plan.pip_args, plan.sources,
                       ignore_installed=env.mode == "new-venv", cache=opts.apply)
     if res.ok:
@@ -287,12 +298,14 @@ class ApplyResult:
     verify: Optional[Mapping[str, Any]] = None
     verify_error: Optional[str] = None
     seconds: float = 0.0
+    device_note: Optional[str] = None  # kept although the framework does not list the device
 
     def to_dict(self) -> Dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "python": self.python,
                 "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
                 "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
-                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1)}
+                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error, "seconds": round(self.seconds, 1),
+                "device_note": self.device_note}
 
 
 def default_log_path(recipe: str) -> Path:
@@ -384,6 +397,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     python = env.python
     scripts_written: List[str] = []
     import_ok = False
+    device_note: Optional[str] = None
     try:
         with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
@@ -420,12 +434,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 _install_shim(shim, info, transcript)
                 progress.done(f"shim {shim} installed")
             if plan.env and env.mode != "system":
-                for p in activate.activate_scripts(Path(info.scripts)):
-                    txn.protect_file(p)
-                written = activate.write_env(Path(info.scripts), plan.env)
-                scripts_written = [str(p) for p in written]
-                transcript.note("env vars written into: " + ", ".join(scripts_written))
-                progress.done(f"{', '.join(plan.env)} written into {len(written)} activate script(s)")
+                scripts_written = _write_activate(plan, info, txn, transcript)
+                progress.done(f"{', '.join(plan.env)} written into {len(scripts_written)} activate script(s)")
             for f in plan.config_files:
                 _write_config(f, env, txn, transcript)
             check_env = _env_after_activate(plan, env, info)
@@ -444,6 +454,10 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 shown_version = r.output.strip().splitlines()[-1] if r.output.strip() else ""
                 progress.done(f"import {imp} works ({shown_version})")
             import_ok = True
+            if opts.device_check and env.mode != "replay":
+                device_note, fixed_scripts = _device_check(plan, env, info, python, check_env, txn,
+                                                           transcript, progress, opts)
+                scripts_written = sorted(set(scripts_written) | set(fixed_scripts))
     except KeyboardInterrupt as exc:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
         how = (f"stopped by {signal.Signals(exc.signum).name}" if isinstance(exc, Stopped)
@@ -475,15 +489,118 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        installed=tuple(f"{d.name}=={d.version}" for d in dists),
                        activate_scripts=tuple(scripts_written), log=log_path, import_ok=import_ok,
                        verify=verify_doc, verify_error=verify_error,
-                       seconds=time.perf_counter() - started)
+                       seconds=time.perf_counter() - started, device_note=device_note)
+
+
+def _write_activate(plan: InstallPlan, info: Interpreter, txn: Transaction, transcript: Transcript) -> List[str]:
+    """The recipe's variables (and a device-check fix's) into every activate script, each saved first."""
+    for p in activate.activate_scripts(Path(info.scripts)):
+        txn.protect_file(p)
+    written = [str(p) for p in activate.write_env(Path(info.scripts), plan.env, plan.prepend)]
+    transcript.note("env vars written into: " + ", ".join(written))
+    return written
+
+
+def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str,
+                  check_env: Dict[str, str], txn: Transaction, transcript: Transcript, progress: Progress,
+                  opts: InstallOptions) -> Tuple[Optional[str], List[str]]:
+    """The framework's own enumeration, in the environment `activate` gives, must list the recipe's
+    device. If it does not: diagnose, apply a fix that stays inside the venv where one is known,
+    check again; then keep it only with --keep-without-device (said), else fail (the transaction rolls
+    back). Returns (a note when kept without the device, activate scripts the fix rewrote)."""
+    from ..verify.devicecheck import diagnose, framework_loader, list_devices, probe_loaders
+
+    fw = _verify_framework(plan)
+    request = plan.device
+    if not fw or not request or request.lower() == "cpu" or "{" in request:
+        return None, []
+    from ..model.vocabulary import vocabulary
+
+    if fw not in vocabulary().payload_frameworks():
+        return None, []
+    progress.step(f"checking that {fw} lists {request} in the environment")
+    extra = {k: v for k, v in check_env.items() if os.environ.get(k) != v}
+    listing = list_devices(python, fw, extra)
+    transcript.note(f"device check: {fw} lists {', '.join(listing.ids) or 'nothing'}"
+                    + (f" ({listing.error})" if listing.error else ""))
+    if listing.sees(request):
+        progress.done(f"{fw} lists {request}")
+        return None, []
+    loaders = probe_loaders(python, extra) if framework_loader(fw) else None
+    venv = str(env.path) if env.path is not None and env.mode != "system" else None
+    diag = diagnose(fw, request, listing, check_env, loaders_doc=loaders, venv=venv)
+    transcript.note(f"device check: {request} is not listed; {diag.cause}")
+    for line in diag.evidence:
+        transcript.note(f"  {line}")
+    progress.done(f"{fw} does not list {request}: {diag.cause}", ok=False)
+    written: List[str] = []
+    if diag.fix is not None and venv is not None:
+        fix = diag.fix
+        progress.step(f"fixing inside the environment: {fix.what}")
+        _apply_fix(fix, Path(venv), python, extra, txn, transcript)
+        plan.env.update(fix.env)
+        plan.prepend.update(fix.prepend)
+        written = _write_activate(plan, info, txn, transcript)
+        check_env.clear()
+        check_env.update(_env_after_activate(plan, env, info))
+        extra = {k: v for k, v in check_env.items() if os.environ.get(k) != v}
+        again = list_devices(python, fw, extra)
+        transcript.note(f"device check after the fix: {fw} lists {', '.join(again.ids) or 'nothing'}")
+        if again.sees(request):
+            plan.notes.append(f"{fw} did not list {request}: {diag.cause}. Fixed inside the environment: "
+                              f"{fix.what}")
+            progress.done(f"fixed: {fw} now lists {request}")
+            return None, written
+        progress.done(f"the fix did not help: {fw} lists {', '.join(again.ids) or 'nothing'}", ok=False)
+        listing = again
+    listed = ", ".join(listing.ids) or "no device"
+    if opts.keep_without_device:
+        note = (f"{fw} does not list {request} (it lists {listed}): {diag.cause}. Kept anyway "
+                "(--keep-without-device): it will run on what it lists")
+        plan.warnings.append(note)
+        transcript.note(note)
+        return note, written
+    raise StageError(f"{fw} does not list {request} in the new environment",
+                     why=f"it lists {listed}; {diag.cause}",
+                     next_step=(diag.next_step + "; " if diag.next_step else "")
+                     + "to keep the environment without that device: --keep-without-device",
+                     ref="E530", kind="failure")
+
+
+def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Transaction,
+               transcript: Transcript) -> None:
+    """Write a device-check fix's files inside the venv (each recorded by the transaction)."""
+    for rel, target in fix.links.items():
+        link = venv / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        txn.protect_file(link)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
+        transcript.note(f"linked {link} -> {target}")
+    folder = fix.env.get("OCL_ICD_VENDORS")
+    if folder:
+        # the scan's OpenCL child knows how to list the ICDs a Khronos loader would load; it runs in a
+        # child with the environment's variables, because it opens each ICD library once
+        path = Path(folder)
+        path.mkdir(parents=True, exist_ok=True)
+        for old in sorted(path.glob("*.icd")):  # what an earlier fix wrote goes: the folder is rewritten
+            txn.protect_file(old)
+            old.unlink()
+        from ..scan.live import opencl_child
+
+        r = run_quiet([sys.executable, "-S", opencl_child.__file__, "--vendors-dir", str(path)], timeout=60.0,
+                      env=dict(os.environ, **env))
+        transcript.note(f"vendors folder {path}: {', '.join(p.name for p in sorted(path.glob('*.icd')))}"
+                        + (f" ({r.stderr.strip()[-200:]})" if r.returncode != 0 else ""))
 
 
 def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:
     """The environment the person has after `activate` (for --system: after setting the recipe's
     variables by hand, as the steps say): every check in the environment runs with it."""
     if env.mode == "system" or env.path is None:
-        return activate.activated_env(os.environ, None, None, plan.env)
-    return activate.activated_env(os.environ, env.path, Path(info.scripts), plan.env)
+        return activate.activated_env(os.environ, None, None, plan.env, plan.prepend)
+    return activate.activated_env(os.environ, env.path, Path(info.scripts), plan.env, plan.prepend)
 
 
 def _verify_framework(plan: InstallPlan) -> Optional[str]:

@@ -226,9 +226,13 @@ def run_logged(
     return Result(argv, rc, list(tail), seconds)
 
 
-def run_quiet(argv: List[str], timeout: float,
-              env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
-    """A short query (interpreter facts, pip index versions): output captured, nothing logged."""
+def run_quiet(argv: List[str], timeout: float, env: Optional[Dict[str, str]] = None,
+              stdin: Optional[str] = None) -> "subprocess.CompletedProcess[str]":
+    """A short query (interpreter facts, pip index versions): output captured, nothing logged;
+    `stdin` is the text given on standard input (none by default)."""
+    if stdin is not None:
+        return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              timeout=timeout, env=env, input=stdin)
     return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
                           timeout=timeout, env=env, stdin=subprocess.DEVNULL)
 

@@ -281,6 +281,63 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
     return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
 
 
+_UV_LINE = re.compile(r"^\s*(?:\+\s+)?([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+
+
+def parse_uv_resolution(text: str, dry_run_install: bool) -> List[ResolvedDist]:
+    """uv's answer as distributions: `uv pip compile` prints `name==version` lines; `uv pip install
+    --dry-run` prints ` + name==version` for each package it would install (pure)."""
+    out: List[ResolvedDist] = []
+    for line in text.splitlines():
+        if dry_run_install and not line.lstrip().startswith("+"):
+            continue
+        if line.lstrip().startswith(("#", "-")):
+            continue
+        m = _UV_LINE.match(line)
+        if m:
+            out.append(ResolvedDist(name=m.group(1), version=m.group(2)))
+    return out
+
+
+def uv_dry_run(uv: str, python: str, packages: Sequence[str], sources: Sources, env: Dict[str, str], *,
+               fresh: bool, extra: Sequence[str] = (), timeout: float = DRY_RUN_TIMEOUT_S) -> Resolution:
+    """Resolve with uv, the installer `--apply` will run, with the same sources and options. Into an
+    environment that exists: `uv pip install --dry-run` (what it would change there); for a venv not
+    made yet: `uv pip compile` for that interpreter (nothing of the base interpreter's counts)."""
+    src = source_args(sources)
+    if fresh:
+        argv = [uv, "pip", "compile", "-", "--python", python, "--no-header", "--no-annotate", "--quiet",
+                *src, *extra]
+        stdin = "\n".join(packages) + "\n"
+    else:
+        argv = [uv, "pip", "install", "--dry-run", "--python", python, *src, *extra, *packages]
+        stdin = None
+    shown = " ".join(argv if stdin is None else argv + ["<<<", " ".join(packages)])
+    started = time.perf_counter()
+    try:
+        cp = run_quiet(argv, timeout=timeout, env=env, stdin=stdin)
+    except Exception as exc:  # TimeoutExpired, OSError
+        return Resolution(ok=False, command=shown, seconds=time.perf_counter() - started,
+                          failure=Failure("other", "uv's dry run did not finish", str(exc)[:300],
+                                          "run again; read the index checks above", "E506"))
+    seconds = time.perf_counter() - started
+    if cp.returncode != 0:
+        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
+                          failure=classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "uv"))
+    dists = parse_uv_resolution(cp.stdout if fresh else cp.stderr + "\n" + cp.stdout, not fresh)
+    wanted = {canonicalize_name(_req_name(p)) for p in packages}
+    for d in dists:
+        d.requested = canonicalize_name(d.name) in wanted
+    return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
+
+
+def _req_name(text: str) -> str:
+    try:
+        return Requirement(text).name
+    except InvalidRequirement:
+        return re.split(r"[<>=!~\[;@ ]", text.strip(), maxsplit=1)[0]
+
+
 def _head_size(url: str) -> Optional[int]:
     try:
         import requests

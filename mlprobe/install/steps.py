@@ -37,6 +37,8 @@ class InstallOptions:
     installer: str = "auto"  # auto | pip | uv
     with_pip: bool = True
     verify: bool = True
+    device_check: bool = True
+    keep_without_device: bool = False  # keep an environment whose framework does not list the device
     log: Optional[Path] = None
     timeout_s: float = 3600.0
     check_timeout_s: float = 6.0
@@ -65,6 +67,8 @@ class InstallPlan:
     variant_label: Optional[str]
     sources: Sources
     env: Dict[str, str] = field(default_factory=dict)
+    # folders the activate scripts put first on a path-list variable (a device-check fix)
+    prepend: Dict[str, str] = field(default_factory=dict)
     config_files: List[Dict[str, str]] = field(default_factory=list)
     shims: List[str] = field(default_factory=list)
     commands: List[str] = field(default_factory=list)

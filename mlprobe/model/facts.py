@@ -150,6 +150,9 @@ class GpuFacts(_ToDict):
     topology: Optional[GpuTopology] = None  # NVIDIA: `nvidia-smi topo -m`
     sources: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+    # AMD: the KFD/HSA node number (rocminfo's `Node:`, the KFD topology's node folder, amd-smi's
+    # NODE_ID): the <n> of the runtime's per-device HSA_OVERRIDE_GFX_VERSION_<n>.
+    kfd_node: Optional[int] = None
 
 
 @contract

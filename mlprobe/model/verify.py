@@ -41,6 +41,11 @@ class DeviceResult(Contract):
     total_memory_bytes: Optional[int] = field(default=None, metadata=OPTIONAL_KEY)
     experimental: Optional[bool] = field(default=None, metadata=OPTIONAL_KEY)
     cpu_note: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    # NOT_SEEN: what asked for the device, what the framework does list, and why it likely does not
+    requested_by: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    listed_devices: Optional[Tuple[str, ...]] = field(default=None, metadata=OPTIONAL_KEY)
+    likely_cause: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    diagnosis: Record = field(default=None, metadata=OPTIONAL_KEY)
 
 
 @contract

@@ -91,6 +91,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
                 "pci_device_id": _s(g.get("pci_device_id")),
                 "pci_bus_id": _s(g.get("pci_bus_id")),
                 "sources": _strs(g.get("sources")),
+                "uuid": _s(g.get("uuid")),
+                "kfd_node": _i(g.get("kfd_node")),
             }
         )
     platforms = []
@@ -125,7 +127,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
         "python": {"version": _s(py.get("version")), "machine": _s(py.get("machine"))},
         "gpus": gpus,
         "runtimes": {
-            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version"))}
+            "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
+                     "kernel_module": _s(cuda.get("kernel_module"))}
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
@@ -220,6 +223,7 @@ def _nvidia(gpus: List[Dict[str, Any]], cuda_rt: Dict[str, Any], kb: Kb) -> Dict
         "gpus": nv,
         "driver": driver,
         "cuda_version": _major_minor(cuda_rt.get("version")),
+        "kernel_module": cuda_rt.get("kernel_module"),
         "mig": any(g["mig"] for g in nv),
         "names": [g["name"] for g in nv],
         "undriven": [{"name": g.get("name"), "pci_bus_id": g.get("pci_bus_id")} for g in undriven],
@@ -234,9 +238,11 @@ def _amd(gpus: List[Dict[str, Any]]) -> Dict[str, Any]:
             "gfx": g.get("gfx_target") or g.get("runtime_gfx_target"),
             "runtime_gfx": g.get("runtime_gfx_target"),
             "integrated": bool(g.get("integrated")),
+            "index": i,  # the position among the AMD GPUs: ROCm's device index (ROCR_VISIBLE_DEVICES)
+            "uuid": g.get("uuid"),
+            "node": g.get("kfd_node"),
         }
-        for g in gpus
-        if g.get("vendor") == "amd"
+        for i, g in enumerate(g for g in gpus if g.get("vendor") == "amd")
     ]
     targets = [g for g in amd if not g["integrated"]] or amd
     return {
@@ -321,7 +327,11 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
     metal = _metal(gpus, system, arch, cpu, inferred)
     dml = [g for g in gpus if "directml" in g.get("apis", [])]
     if not dml and (os_.get("wsl") or system == "Windows"):
-        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")]
+        # Only GPUs the Windows probe did not judge: where dxdiag or WMI was read, a GPU without
+        # "directml" failed its rule (no DirectX 12 feature level or DDI, a Windows build before
+        # 1709, no vendor driver) and stays without.
+        dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")
+               and "windows" not in (g.get("sources") or [])]
     usb = report["usb_accelerators"]
     kinds = sorted({str(u.get("kind") or "") for u in usb} - {""})
     if (

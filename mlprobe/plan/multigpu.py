@@ -141,7 +141,10 @@ def gpu_use(plan: Dict[str, Any], report: Dict[str, Any], env: Mapping[str, Opti
         if vendor is None:
             continue
         gpus = [g for g in report.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
-        vis = visibility(backend, gpus, env)
+        # The recipe's own variables (ROCR_VISIBLE_DEVICES on an iGPU + dGPU machine) go into the
+        # environment it installs, so they decide which GPUs it will use.
+        recipe_env = {str(k): str(v) for k, v in (r.get("env") or {}).items()}
+        vis = visibility(backend, gpus, {**dict(env), **recipe_env})
         notes = list(vis.notes)
         if vendor == "nvidia":
             names = {g.get("name") for g in gpus if g.get("name")}

@@ -555,7 +555,7 @@ def _torch_rocm_finding(
             reasons=o.reasons,
             fix=_fix(best, "torch") if best and best["recipe"] != "torch-rocm" else [],
         )
-    env = (o.effects.get("env") or {}).get("HSA_OVERRIDE_GFX_VERSION")
+    env = o.effects.get("hsa_override")
     if env:
         in_effect = all(
             g.get("runtime_gfx") and g.get("runtime_gfx") != g.get("gfx") for g in ctx["amd"]["targets"]
@@ -568,7 +568,7 @@ def _torch_rocm_finding(
                 f"torch {ver} needs HSA_OVERRIDE_GFX_VERSION={env} on {_gpu_words(ctx, 'rocm')} "
                 "(unofficial), and the scan does not show it set",
                 reasons=o.warnings,
-                fix=[f"export HSA_OVERRIDE_GFX_VERSION={env}"],
+                fix=[f"export {k}={v}" for k, v in (o.effects.get("env") or {}).items()],
             )
         return _finding(
             "torch",

@@ -113,6 +113,15 @@ def arch_coverage(archs: Sequence[str], cc: str) -> Optional[str]:
     return "ptx" if via_ptx else None
 
 
+def series_covering(cc: str, kb: Kb) -> List[str]:
+    """The wheel series (cu126, cu128, ...) whose x86_64 builds carry code for `cc`, oldest first."""
+    seen: Dict[str, str] = {}
+    for r in (kb.get("torch_wheels") or {}).get("cuda") or []:
+        if r.get("archs") and arch_coverage(r["archs"], cc) is not None:
+            seen.setdefault(str(r["index"]), str(r.get("cuda", "")))
+    return sorted(seen, key=lambda idx: version(seen[idx]) or version("0"))  # type: ignore[arg-type, return-value]
+
+
 @test("cuda_archs_cover")
 def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
     archs = resolve(cond["archs"], ctx, row) or []
@@ -157,7 +166,11 @@ def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
                 )
             continue
         out.value = False
-        out.reasons.append(f"{label} are built for {shown}; {name} is {sm}")
+        why = f"{label} are built for {shown}; {name} is {sm}"
+        covering = series_covering(cc, kb)
+        if covering:
+            why += f" (PyTorch's {', '.join(covering)} wheels carry code for {sm})"
+        out.reasons.append(why)
     return out
 
 
@@ -191,6 +204,7 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
     dropped = {r["gfx"]: r for r in (kb.get("rocm") or {}).get("not_in_rocm_matrix", [])}
     out = Outcome(True)
     env_values = set()
+    per_gpu: Dict[int, str] = {}  # index among the AMD GPUs -> override
     for gpu in targets:
         gfx, name = gpu.get("gfx"), gpu.get("name") or "the AMD GPU"
         if not gfx:
@@ -208,6 +222,7 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
         ov = overrides.get(gfx)
         if ov and ov["runs_as"] in built:
             env_values.add(ov["override"])
+            per_gpu[int(gpu.get("index") or 0)] = str(ov["override"])
             text = (
                 f"{label} are not built for {gfx} ({name}); "
                 f"HSA_OVERRIDE_GFX_VERSION={ov['override']} runs it "
@@ -232,16 +247,19 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
                 f"{label} are not built for {gfx} ({name}), and no known override maps it to "
                 f"one they are built for ({', '.join(sorted(built))})"
             )
-    if env_values:
-        if len(env_values) == 1:
-            out.effects.setdefault("env", {})["HSA_OVERRIDE_GFX_VERSION"] = env_values.pop()
-        else:
-            out.value = False
-            out.reasons.append(
-                "the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values; run one at a time"
-            )
     if not targets:
         return Outcome(False, reasons=["no AMD GPU was found"])
+    if env_values:
+        env, why = override_env(lookup(ctx, "amd.gpus") or [], targets, per_gpu)
+        if env is None:
+            out.value = False
+            out.reasons.append(why)
+        else:
+            out.effects.setdefault("env", {}).update(env)
+            out.effects["hsa_override"] = sorted(env_values)[0] if len(env_values) == 1 else None
+    out.effects.setdefault("env", {}).update(visible_env(lookup(ctx, "amd.gpus") or [], targets))
+    if not out.effects["env"]:
+        del out.effects["env"]
     if any(g.get("integrated") for g in targets):
         out.effects["integrated"] = True
     others = lookup(ctx, "amd.others") or []
@@ -249,9 +267,120 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
         out.warnings.append(
             "also visible to ROCm: "
             + ", ".join(f"{g.get('name')} ({g.get('gfx')})" for g in others)
-            + "; the plan and verify target "
+            + "; ROCR_VISIBLE_DEVICES in the environment keeps only "
             + ", ".join(str(g.get("name")) for g in targets)
         )
+    return out
+
+
+def override_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]],
+                 per_gpu: Dict[int, str]) -> Tuple[Optional[Dict[str, str]], str]:
+    """The override variables for the GPUs that need one. ROCm's thunk reads
+    HSA_OVERRIDE_GFX_VERSION_<node> (the KFD node, rocminfo's `Node:`) before HSA_OVERRIDE_GFX_VERSION
+    (ROCR-Runtime libhsakmt/src/topology.c): one value for every GPU when that is right, else one
+    variable per node. None (with the reason) when the values differ and a node number is unknown."""
+    values = set(per_gpu.values())
+    others = [g for g in gpus if int(g.get("index") or 0) not in per_gpu]
+    if len(values) == 1 and not others:
+        return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""
+    nodes = {i: next((g.get("node") for g in gpus if int(g.get("index") or 0) == i), None) for i in per_gpu}
+    if all(isinstance(n, int) for n in nodes.values()):
+        return {f"HSA_OVERRIDE_GFX_VERSION_{nodes[i]}": v for i, v in sorted(per_gpu.items())}, ""
+    # Without node numbers one global value is right only when every GPU it would rename that does
+    # not need it is hidden anyway (an iGPU left out by visible_env).
+    target_ids = {int(g.get("index") or 0) for g in targets}
+    if len(values) == 1 and not any(int(g.get("index") or 0) in target_ids for g in others):
+        return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""
+    return None, ("the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (one for each, or none for "
+                  "some) and the capture does not give their KFD node numbers (for "
+                  "HSA_OVERRIDE_GFX_VERSION_<node>); run one at a time")
+
+
+def visible_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]]) -> Dict[str, str]:
+    """On a machine with an integrated and a discrete AMD GPU, the runtime sees both, and a framework
+    built for the discrete card's target then trips over the iGPU (no kernels for it, or device 0 is
+    the iGPU). ROCR_VISIBLE_DEVICES (indices or UUIDs, read by the ROCm runtime) keeps only the
+    targets; HIP_VISIBLE_DEVICES then numbers what is left 0..n-1. Nothing when every GPU is a target."""
+    if not gpus or len(targets) >= len(gpus):
+        return {}
+    ids = []
+    for g in targets:
+        uuid = str(g.get("uuid") or "")
+        ids.append(uuid if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) else str(int(g.get("index") or 0)))
+    return {"ROCR_VISIBLE_DEVICES": ",".join(ids), "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(ids)))}
+
+
+def _amd_target_rows(kb: Kb) -> Dict[str, Dict[str, Any]]:
+    return {str(r["gfx"]): r for r in (kb.get("amd_wheels") or {}).get("targets", []) if r.get("gfx")}
+
+
+_AMD_STATUS_WORDS = {"release-ready": "Release Ready", "sanity-tested": "Sanity Tested",
+                     "build-passing": "Build Passing only"}
+
+
+@test("amd_native_target")
+def _amd_native_target(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """AMD's own wheels carry native kernels for the target GPU (knowledge/amd_wheels.json): no
+    override. The device extra goes into the install (`effects.amd_device_extra`); a target AMD
+    marks only Build Passing on this OS fits as unverified (AMD: pip install works, the runtime may not)."""
+    targets = lookup(ctx, "amd.targets") or []
+    if not targets:
+        return Outcome(False, reasons=["no AMD GPU was found"])
+    if lookup(ctx, "os.wsl"):
+        return Outcome(False, reasons=[
+            "AMD does not yet document its pip wheels inside WSL2 (TheRock's RELEASES.md keeps the WSL "
+            "section commented out); PyTorch's ROCm wheels with AMD's WSL runtime are the WSL2 path"])
+    system = lookup(ctx, "os.system")
+    rows = _amd_target_rows(kb)
+    out = Outcome(True)
+    extras: List[str] = []
+    for gpu in targets:
+        gfx, name = gpu.get("gfx"), gpu.get("name") or "the AMD GPU"
+        if not gfx:
+            out.value = False
+            out.reasons.append(f"the gfx target of {name} is unknown, so AMD's wheel for it cannot be chosen")
+            continue
+        r = rows.get(gfx)
+        status = ((r or {}).get("status") or {}).get(system) if system else None
+        if r is None or not r.get("extra"):
+            out.value = False
+            note = f" ({r['note']})" if r and r.get("note") else ""
+            out.reasons.append(f"AMD's wheels have no device package for {gfx} ({name}){note}")
+            continue
+        if system is None:
+            out.value = None if out.value is not False else False
+            out.unknown.append(f"the OS is unknown; AMD lists {gfx} per OS (Linux, Windows)")
+        elif status is None:
+            out.value = False
+            listed = ", ".join(sorted(r.get("status") or {})) or "no OS"
+            out.reasons.append(f"AMD builds no {system} wheels for {gfx} ({name}); it lists {listed}")
+            continue
+        elif status == "build-passing":
+            out.effects["unofficial"] = True
+            out.warnings.append(
+                f"AMD marks {gfx} ({name}) on {system} Build Passing only: pip install works, but AMD has not "
+                "tested the runtime on it (device enumeration, kernel launch or library loads may fail)")
+        if r.get("caveat"):
+            out.warnings.append(f"{gfx}: {r['caveat']}")
+        runtime = gpu.get("runtime_gfx")
+        if runtime and runtime != gfx:
+            out.warnings.append(
+                f"the scan shows HSA_OVERRIDE_GFX_VERSION in effect ({name} runs as {runtime}): unset it "
+                f"for these wheels, which carry {gfx}'s own kernels and none for {runtime}")
+        extras.append(str(r["extra"]))
+    if out.value is not False:
+        out.effects["amd_device_extra"] = ",".join(dict.fromkeys(extras))
+        env = visible_env(lookup(ctx, "amd.gpus") or [], targets)
+        if env:
+            out.effects["env"] = env
+        if any(g.get("integrated") for g in targets):
+            out.effects["integrated"] = True
+        others = lookup(ctx, "amd.others") or []
+        if others:
+            out.warnings.append(
+                "also visible to ROCm: " + ", ".join(f"{g.get('name')} ({g.get('gfx')})" for g in others)
+                + "; ROCR_VISIBLE_DEVICES in the environment keeps only "
+                + ", ".join(str(g.get("name")) for g in targets))
     return out
 
 
@@ -485,3 +614,4 @@ def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     if hit.get("pip"):
         return Outcome(True)
     return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import predicates
+from . import predicates, predicates_hw  # noqa: F401  (importing them registers the named tests)
 from .conditions import TESTS, Ctx, Kb, Outcome, evaluate, fmt, lookup, resolve
 from ..model.knowledge import version
 from .context import derive_facts, sanitise_report

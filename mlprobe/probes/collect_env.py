@@ -6,8 +6,8 @@ NVIDIA driver, the CUDA toolkit / HIP / MIOpen versions on the machine, the OS, 
 the CPU as lscpu (Linux) or WMI (Windows) print it. "N/A", "Could not collect", "None", "No CUDA"
 are unknowns, never values.
 
-CPU and OS facts are given only when the bundle has no better source (no host.json, no
-/proc/cpuinfo, lscpu or sysctl capture): a paste is second-hand.
+OS facts are given only when the bundle has no host.json, CPU facts only when it has no CPU source
+of its own (/proc/cpuinfo, lscpu, sysctl or py-cpuinfo): a paste is second-hand.
 """
 
 from __future__ import annotations
@@ -351,7 +351,9 @@ def probe(host: Host) -> Contribution:
     out.runtimes = dict(runtimes_from_env(env, system))
     if not host.get("host.json").ok:
         out.os = os_from_env(env)
-    if not any(host.get(n).ok for n in ("host.json", "proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt")):
+    # host.json names the platform, never the CPU: the paste's CPU facts count unless a CPU source
+    # of its own is in the bundle (the cpu probe, first in the merge, then wins anyway).
+    if not any(host.get(n).ok for n in ("proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt", "py-cpuinfo.json")):
         out.cpu = cpu_from_env(env)
     return out
 

@@ -62,6 +62,7 @@ class NvGpu:
     index: Optional[int] = None
     name: Optional[str] = None
     name_truncated: bool = False
+    cut_at_word: bool = False  # the table cut the name at a space ("RTX 5070 ..."), not inside a word
     uuid: Optional[str] = None
     pci_bus_id: Optional[str] = None
     pci_device_id: Optional[str] = None
@@ -79,6 +80,7 @@ class NvGpu:
 class SmiReport:
     driver_version: Optional[str] = None
     cuda_version: Optional[str] = None
+    smi_version: Optional[str] = None  # the table header's "NVIDIA-SMI x.y" (differs from the driver in WSL2)
     gpus: List[NvGpu] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
@@ -179,7 +181,8 @@ def _merge_gpu(a: NvGpu, b: NvGpu) -> NvGpu:
             if vb and (va is None or (a.name_truncated and not b.name_truncated)):
                 changes["name"] = vb
                 changes["name_truncated"] = b.name_truncated
-        elif f.name == "name_truncated":
+                changes["cut_at_word"] = b.cut_at_word
+        elif f.name in ("name_truncated", "cut_at_word"):
             continue
         elif f.name == "mig_devices":
             if vb and not va:
@@ -447,6 +450,7 @@ def parse_smi_query_csv(text: str) -> SmiReport:
 
 # -- nvidia-smi (plain table) ------------------------------------------------------------------------------
 
+_TABLE_SMI = re.compile(r"NVIDIA-SMI\s+(\d+(?:\.\d+)+)")
 _TABLE_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
 _TABLE_CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\d+\.\d+)")
 _ROW_HEAD = re.compile(r"^\s*(\d{1,3})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
@@ -474,6 +478,8 @@ def parse_smi_table(text: str) -> SmiReport:
     rep.driver_version = m.group(1) if m else None
     m = _TABLE_CUDA.search(text)
     rep.cuda_version = _cuda_version(m.group(1)) if m else None
+    m = _TABLE_SMI.search(text)
+    rep.smi_version = m.group(1) if m else None
     lines = text.split("\n")
     in_mig = False
     mig_seen: Dict[int, set[Tuple[str, ...]]] = {}
@@ -507,6 +513,7 @@ def parse_smi_table(text: str) -> SmiReport:
                 index=int(head.group(1)),
                 name=name,
                 name_truncated=truncated,
+                cut_at_word=truncated and head.group(2).rstrip().endswith(" ..."),
                 pci_bus_id=normalise_bus_id(bus_match.group(0)),
                 driver_model=model if model in ("WDDM", "TCC", "MCDM") else None,
             )
@@ -545,6 +552,16 @@ def parse_proc_driver_version(text: str) -> str:
     return m.group(1)
 
 
+def kernel_module_flavour(text: str) -> Optional[str]:
+    """'open' for "NVIDIA UNIX Open Kernel Module ...", 'proprietary' for "NVIDIA UNIX x86_64 Kernel
+    Module ..." (the flavour decides which GPUs the driver can drive: knowledge/nvidia_gpus.json
+    `kernel_modules`); None when the line is not there."""
+    m = re.search(r"NVRM version:[^\n]*?Kernel Module", clean_text(text))
+    if not m:
+        return None
+    return "open" if re.search(r"\bOpen Kernel Module\b", m.group(0)) else "proprietary"
+
+
 # -- knowledge --------------------------------------------------------------------------------
 
 
@@ -561,6 +578,22 @@ def lookup_name(name: Optional[str]) -> Optional[Dict[str, Any]]:
 def compute_capability_for(name: Optional[str]) -> Optional[str]:
     row = lookup_name(name)
     return str(row["compute_capability"]) if row else None
+
+
+def compute_capability_for_truncated(prefix: Optional[str]) -> Optional[str]:
+    """The compute capability of a name nvidia-smi's table cut short ("NVIDIA GeForce RTX 5070 ..."),
+    only where the matching row's pattern ends before the cut, at a space: the model number is
+    whole, so the missing tail ("Ti", "Laptop GPU") can only be a variant of the same chip family."""
+    if not prefix:
+        return None
+    clean = " ".join(prefix.replace("_", " ").split())
+    row = kb.nvidia_name_row(kb.rows("nvidia_gpus", "compute_capability_by_name"), clean)
+    if row is None:
+        return None
+    m = re.search(str(row["pattern"]), clean, re.I)
+    if m is None or (m.end() < len(clean) and not clean[m.end()].isspace()):
+        return None
+    return str(row["compute_capability"])
 
 
 def integrated_for(name: Optional[str]) -> Optional[bool]:
@@ -650,6 +683,8 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     notes: List[str] = []
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
+    elif cc is None and g.cut_at_word:
+        cc = compute_capability_for_truncated(g.name)
     if cc is None and g.architecture:
         cc = compute_capability_for_architecture(g.architecture)
     arch = g.architecture or architecture_for(cc)
@@ -709,6 +744,7 @@ def probe(host: Host) -> Contribution:
         except ParseError as exc:
             errors.append(f"{name}: {exc}")
     kernel_driver = parse_capture(host, "proc-driver-nvidia-version.txt", parse_proc_driver_version, errors)
+    flavour = kernel_module_flavour(host.get("proc-driver-nvidia-version.txt").text()) if kernel_driver else None
     gpus = _combine(reports)
     topo_warnings: List[str] = []
     # Live, the matrix is asked for only where nvidia-smi listed GPUs; a bundle may hold it alone.
@@ -721,9 +757,11 @@ def probe(host: Host) -> Contribution:
         return out
     driver = next((r.driver_version for _, r in reports if r.driver_version), None) or kernel_driver
     windows = system == "Windows" or any(g.driver_model in ("WDDM", "TCC", "MCDM") for g in gpus)
+    smi = next((r.smi_version for _, r in reports if r.smi_version), None)
+    wsl = bool(smi and driver and smi != driver)  # WSL2: the Linux nvidia-smi over the Windows driver
     cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
     if cuda is None:
-        cuda = cuda_for_driver(driver, "Windows" if windows else system)
+        cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
     if topology is not None:  # each GPU with its row of `nvidia-smi topo -m`
         out.gpus = [replace(g, topology=t.topology) for g, t in zip(out.gpus, topo_gpus)] + topo_gpus[len(out.gpus):]
@@ -734,11 +772,24 @@ def probe(host: Host) -> Contribution:
         out.os = OsFacts(system="Windows")
     if driver or cuda or topology:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
+        if flavour:
+            out.runtimes["cuda"]["kernel_module"] = flavour
         if topology:
             out.runtimes["cuda"]["topology"] = topology
     out.warnings.extend(topo_warnings)
     for _, rep in reports:
         out.warnings.extend(rep.notes)
+    if wsl and smi and driver:
+        # Native Linux and Windows print one number twice; WSL2's nvidia-smi is the Linux build of the
+        # tool over the Windows driver, so its own version differs from the (Windows) driver's.
+        out.runtimes.setdefault("cuda", {"driver_version": driver, "version": cuda})["smi_version"] = smi
+        out.warnings.append(
+            f"nvidia-smi {smi} reports the Windows driver {driver}: this is WSL2, where the GPU is the "
+            "Windows driver's (keep the Windows NVIDIA driver current; install no Linux display driver)")
+        if system is None and out.os is None:
+            from ..model.facts import OsFacts
+
+            out.os = OsFacts(system="Linux", wsl=True)
     if kernel_driver and driver and kernel_driver != driver:
         out.warnings.append(
             f"the NVIDIA kernel module is {kernel_driver} but nvidia-smi reports driver "
@@ -758,6 +809,7 @@ __all__ = [
     "compute_capability_for",
     "cuda_for_driver",
     "integrated_for",
+    "kernel_module_flavour",
     "parse_proc_driver_version",
     "parse_smi_q",
     "parse_smi_query_csv",

@@ -385,9 +385,23 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         vendor=vendor, name=name, driver_version=dev.driver_version if vendor != "nvidia" else _nv_driver(dev),
         # An integrated GPU's "global memory" is a share of system RAM, not memory of its own.
         memory_bytes=None if integrated else dev.global_memory_bytes, integrated=integrated,
-        apis=("opencl",), compute_units=dev.compute_units, compute_capability=cc, architecture=arch,
-        runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id, sources=("opencl",),
+        apis=("opencl",), compute_units=dev.compute_units, compute_capability=cc,
+        # AMD's OpenCL names the device by the hardware's gfx target (`Name: gfx1031`): PAL (Windows,
+        # the APP SDK) knows no HSA_OVERRIDE_GFX_VERSION, and where ROCm's OpenCL runs under one the
+        # rocm probe's own reading comes first in the merge.
+        gfx_target=gfx, runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id,
+        architecture=arch if vendor != "amd" else _amd_arch(gfx), sources=("opencl",),
     )
+
+
+def _amd_arch(gfx: Optional[str]) -> Optional[str]:
+    """'gfx1031' -> 'RDNA2' (knowledge/amd_arch.json)."""
+    if not gfx:
+        return None
+    from ..model import knowledge as kb
+
+    return next((str(r["architecture"]) for r in kb.rows("amd_arch") if r.get("gfx_target") == gfx
+                 and isinstance(r.get("architecture"), str)), None)
 
 
 def _amd_product(gfx: str) -> Optional[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
+from ..model import knowledge as kb
 from ..model.facts import Contribution, OsFacts
 from ..scan.capture import Host
 from ._util import key_values
@@ -26,6 +27,27 @@ def parse_sw_vers(text: str) -> Dict[str, str]:
     return key_values(text)
 
 
+def real_macos_version(reported: Optional[str], darwin_release: Optional[str]) -> Optional[str]:
+    """platform.mac_ver() of a Python built with an older SDK gives the compatibility version
+    (16.0 on macOS 26, 10.16 on macOS 11): with the Darwin kernel's major number, the real one
+    (host_inference.json `macos_compat_versions`). Anything else is returned unchanged."""
+    if not reported or not darwin_release:
+        return reported
+    m = re.match(r"^(\d+)", darwin_release)
+    if not m:
+        return reported
+    darwin = int(m.group(1))
+    for row in kb.rows("host_inference", "macos_compat_versions"):
+        if row.get("darwin_major") != darwin:
+            continue
+        if row.get("reported") and (reported == row["reported"] or reported.startswith(str(row["reported"]) + ".")):
+            return f"{row['macos_major']}.0"
+        major, _, rest = reported.partition(".")
+        if major.isdigit() and int(major) == row.get("reported_major"):
+            return f"{row['macos_major']}.{rest}" if rest else f"{row['macos_major']}.0"
+    return reported
+
+
 def _windows_build(version: Optional[str]) -> Optional[int]:
     # platform.version() on Windows: "10.0.22631"
     if version:
@@ -44,6 +66,7 @@ def probe(host: Host) -> Contribution:
     macos = None
     wsl: Optional[bool] = None
     glibc = None
+    compat_note: Optional[str] = None
     libc = info.get("libc")
     if isinstance(libc, str) and libc.startswith("glibc"):
         glibc = libc.split()[-1]
@@ -70,7 +93,12 @@ def probe(host: Host) -> Contribution:
             macos = sw.get("ProductVersion")
             if macos:
                 distro = f"{sw.get('ProductName', 'macOS')} {macos}"
-        macos = macos or info.get("mac_ver")
+        if not macos and isinstance(info.get("mac_ver"), str):
+            reported = info["mac_ver"]
+            macos = real_macos_version(reported, release if isinstance(release, str) else None)
+            if macos != reported:
+                compat_note = (f"Python's platform.mac_ver() says macOS {reported}, the compatibility number its "
+                               f"SDK sees; Darwin {release} is macOS {macos}")
         if distro is None and macos:
             distro = f"macOS {macos}"
         wsl = False
@@ -85,6 +113,8 @@ def probe(host: Host) -> Contribution:
         distro_version=distro_version, wsl=wsl, glibc=glibc, macos_version=macos,
         windows_build=_windows_build(version) if system == "Windows" else None,
     )
+    if compat_note:
+        out.warnings.append(compat_note)
     if system is None:
         out.status = "absent"
         out.error = "the capture does not say which OS it came from (no host.json)"

@@ -28,6 +28,8 @@ from ..scan.capture import Host
 from ._util import ANSI, nothing_read, parse_capture
 
 _GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
+# `amd-smi list` and `amd-smi static`, text and --json (rocm-smi's successor; rocm-smi is deprecated).
+AMD_SMI = ("amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json", "amd-smi-static.json")
 
 
 def clean_lines(text: str) -> List[str]:
@@ -400,6 +402,8 @@ class SmiCard:
     gfx_target: Optional[str] = None
     unique_id: Optional[str] = None
     pci_bus_id: Optional[str] = None
+    memory_bytes: Optional[int] = None  # amd-smi's VRAM SIZE
+    compute_units: Optional[int] = None
 
 
 _SMI_IDENTITY = ("card series", "card model", "card vendor", "card sku", "device id", "gfx version", "pci bus",
@@ -495,6 +499,175 @@ def _smi_concise(lines: List[str]) -> List[Tuple[int, Optional[str], Optional[st
     return rows
 
 
+# -- amd-smi ------------------------------------------------------------------------------------
+
+_AMDSMI_GPU = re.compile(r"^GPU:\s*(\d+)\s*$")
+_AMDSMI_KV = re.compile(r"^([A-Z][A-Z0-9_ ]*?):\s*(.*?)\s*$")
+
+
+def _amdsmi_text(text: str) -> Dict[int, Dict[str, Any]]:
+    """`amd-smi list` / `amd-smi static` text: `GPU: N` blocks of `KEY: value` lines, nested by
+    indentation (ASIC:, BUS:, VRAM:, ...)."""
+    gpus: Dict[int, Dict[str, Any]] = {}
+    cur: Optional[Dict[str, Any]] = None
+    stack: List[Tuple[int, Dict[str, Any]]] = []
+    for line in clean_lines(text):
+        if not line.strip():
+            continue
+        m = _AMDSMI_GPU.match(line.strip()) if not line[:1].isspace() else None
+        if m:
+            cur = gpus.setdefault(int(m.group(1)), {})
+            stack = [(-1, cur)]
+            continue
+        if cur is None:
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        kv = _AMDSMI_KV.match(line.strip())
+        if not kv:
+            continue
+        while len(stack) > 1 and stack[-1][0] >= indent:
+            stack.pop()
+        key, value = kv.group(1).strip(), kv.group(2)
+        parent = stack[-1][1]
+        if value == "":
+            child: Dict[str, Any] = {}
+            parent.setdefault(key, child)
+            stack.append((indent, parent[key] if isinstance(parent[key], dict) else child))
+        else:
+            parent.setdefault(key, value)
+    return gpus
+
+
+def _upper(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k).upper(): _upper(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_upper(v) for v in obj]
+    return obj
+
+
+def _amdsmi_json(text: str) -> Dict[int, Dict[str, Any]]:
+    """`amd-smi list --json` / `amd-smi static --json`: a list of objects with a `gpu` index and
+    the text form's keys in lower case (`asic`, `target_graphics_version`); sizes are
+    {"value": N, "unit": "MB"}."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"amd-smi --json output is not JSON: {exc}") from None
+    if isinstance(doc, dict):  # one GPU, or a wrapper holding the list
+        lists = [v for v in doc.values() if isinstance(v, list)]
+        doc = lists[0] if "gpu" not in doc and len(lists) == 1 else [doc]
+    if not isinstance(doc, list):
+        raise ParseError("amd-smi --json output is not a list of GPUs")
+    out: Dict[int, Dict[str, Any]] = {}
+    for pos, item in enumerate(doc):
+        if not isinstance(item, dict):
+            continue
+        g = _upper(item)
+        idx = g.get("GPU", pos)
+        out.setdefault(idx if isinstance(idx, int) and not isinstance(idx, bool) else pos, g)
+    return out
+
+
+def _val(v: Any) -> Optional[str]:
+    if isinstance(v, dict) and "VALUE" in v:
+        unit = v.get("UNIT")
+        v = f"{v['VALUE']} {unit}" if unit else v["VALUE"]
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    s = str(v).strip()
+    return None if not s or s.upper() in ("N/A", "NA", "NONE", "UNKNOWN") else s
+
+
+def _mib_bytes(v: Optional[str]) -> Optional[int]:
+    m = re.fullmatch(r"(\d+)\s*(MB|MiB|GB|GiB)?", v or "")
+    if not m:
+        return None
+    n = int(m.group(1))
+    return n * (1024 ** 3 if (m.group(2) or "MB").startswith("G") else 1024 ** 2)
+
+
+def _section(g: Dict[str, Any], key: str) -> Dict[str, Any]:
+    v = g.get(key)
+    return v if isinstance(v, dict) else {}
+
+
+def _amdsmi_unique_id(g: Dict[str, Any]) -> Optional[str]:
+    """ROCm's 64-bit unique id, the `GPU-<16 hex>` of rocminfo: the ASIC serial, else the HIP_UUID,
+    else the id inside amd-smi's UUID (aabbdddd-0000-1000-80cc-eeeeeeeeeeee -> aacc eeeeeeeeeeee, as
+    the AMD blog's MI300X and MI325X outputs show). All zeros (APUs) is no id."""
+    serial = _val(_section(g, "ASIC").get("ASIC_SERIAL"))
+    hexid = None
+    if serial and re.fullmatch(r"0x[0-9a-fA-F]{16}", serial):
+        hexid = serial[2:].lower()
+    hip = _val(g.get("HIP_UUID"))
+    if hexid is None and hip and re.fullmatch(r"GPU-[0-9a-fA-F]{16}", hip):
+        hexid = hip[4:].lower()
+    uuid = _val(g.get("UUID"))
+    m = re.fullmatch(r"([0-9a-f]{2})[0-9a-f]{6}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{2}([0-9a-f]{2})-([0-9a-f]{12})",
+                     (uuid or "").lower())
+    if hexid is None and m:
+        hexid = m.group(1) + m.group(2) + m.group(3)
+    return f"0x{hexid}" if hexid and int(hexid, 16) else None
+
+
+def parse_amd_smi(text: str) -> List[SmiCard]:
+    """`amd-smi list` or `amd-smi static` (text or --json) -> one card per `GPU: N`. The target
+    (TARGET_GRAPHICS_VERSION) is read from the KFD, so it is the hardware's own; NODE_ID is the KFD node."""
+    from ..model.vendors import hex_id, normalise_bus_id
+
+    s = text.lstrip()
+    if s.startswith("[") or s.startswith("{"):
+        gpus = _amdsmi_json(text)
+    else:
+        gpus = _amdsmi_text(text)
+        if not gpus:
+            if re.search(r"amd-?smi|AMDSMI|No GPUs? (were )?found", text, re.IGNORECASE):
+                return []
+            raise ParseError("not amd-smi output (no `GPU: N` blocks)")
+    out = []
+    for idx in sorted(gpus):
+        g = gpus[idx]
+        asic, bus, vram = _section(g, "ASIC"), _section(g, "BUS"), _section(g, "VRAM")
+        gfx = _val(asic.get("TARGET_GRAPHICS_VERSION"))
+        node = _val(g.get("NODE_ID")) or _val(g.get("HSA_ID"))
+        cu = _val(asic.get("NUM_COMPUTE_UNITS"))
+        out.append(SmiCard(
+            index=idx,
+            name=_val(asic.get("MARKET_NAME")),
+            device_id=hex_id(_val(asic.get("DEVICE_ID"))),
+            revision=_revision(_val(asic.get("REV_ID"))),
+            node=int(node) if node and node.isdigit() else None,
+            gfx_target=gfx.lower() if gfx and _GFX.match(gfx.lower()) else None,
+            unique_id=_amdsmi_unique_id(g),
+            pci_bus_id=normalise_bus_id(_val(g.get("BDF")) or _val(bus.get("BDF"))),
+            memory_bytes=_mib_bytes(_val(vram.get("SIZE"))),
+            compute_units=int(cu) if cu and cu.isdigit() else None,
+        ))
+    # a block that names nothing (an empty JSON object, a `GPU: N` line alone) is no GPU
+    return [c for c in out if c.name or c.device_id or c.pci_bus_id or c.gfx_target or c.unique_id
+            or c.node is not None]
+
+
+def merge_cards(*lists: List[SmiCard]) -> List[SmiCard]:
+    """amd-smi list + static (+ their --json forms): one card per GPU index, the first value of each field."""
+    from dataclasses import fields, replace
+
+    by: Dict[int, SmiCard] = {}
+    for cards in lists:
+        for c in cards:
+            have = by.get(c.index)
+            if have is None:
+                by[c.index] = c
+                continue
+            fill = {f.name: getattr(c, f.name) for f in fields(SmiCard)
+                    if getattr(have, f.name) is None and getattr(c, f.name) is not None}
+            by[c.index] = replace(have, **fill)
+    return [by[i] for i in sorted(by)]
+
+
 def parse_rocm_version(text: str) -> str:
     """/opt/rocm/.info/version: '6.2.4-120' -> '6.2.4'."""
     for line in clean_lines(text):
@@ -582,6 +755,7 @@ def gpus_from_rocminfo(info: RocmInfo, kfd: List[KfdNode], env: Optional[str] = 
             compute_units=a.compute_units or (node.compute_units if node else None),
             sources=("rocm",),
             notes=notes,
+            kfd_node=a.node if a.node is not None else (node.node if node else None),
         ))
     return out
 
@@ -605,17 +779,20 @@ def gpus_from_kfd(kfd: List[KfdNode], env: Optional[str], rocm_installed: bool) 
             vendor="amd", gfx_target=hw, runtime_gfx_target=runtime, integrated=table_integrated,
             apis=("rocm",) if rocm_installed else (), architecture=architecture_of(hw),
             pci_bus_id=n.pci_bus_id, pci_vendor_id="0x1002", pci_device_id=device_id, chip_id=device_id,
-            uuid=n.uuid, compute_units=n.compute_units, sources=("rocm",), notes=notes,
+            uuid=n.uuid, compute_units=n.compute_units, sources=("rocm",), notes=notes, kfd_node=n.node,
         ))
     return out
 
 
-def gpus_from_smi(cards: List[SmiCard], env: Optional[str], rocm_installed: bool) -> List[GpuFacts]:
-    """rocm-smi alone. Its GFX Version is read from the KFD, so it is the hardware's target."""
+def gpus_from_smi(cards: List[SmiCard], env: Optional[str], rocm_installed: bool,
+                  reported_first: bool = False) -> List[GpuFacts]:
+    """rocm-smi or amd-smi alone. Both read the target from the KFD, so it is the hardware's;
+    `reported_first`: amd-smi's TARGET_GRAPHICS_VERSION beats the PCI id table (rocm-smi's older
+    `GFX Version` spellings do not)."""
     out = []
     for c in cards:
         table_gfx, table_integrated = amd_device(c.device_id, c.revision)
-        hw = table_gfx or c.gfx_target
+        hw = (c.gfx_target or table_gfx) if reported_first else (table_gfx or c.gfx_target)
         runtime = gfx_from_version(env) or hw
         notes: Tuple[str, ...] = ()
         if hw and runtime and hw != runtime:
@@ -627,7 +804,8 @@ def gpus_from_smi(cards: List[SmiCard], env: Optional[str], rocm_installed: bool
             vendor="amd", name=c.name, gfx_target=hw, runtime_gfx_target=runtime, integrated=table_integrated,
             apis=("rocm",) if rocm_installed else (), architecture=architecture_of(hw), pci_bus_id=c.pci_bus_id,
             pci_vendor_id="0x1002", pci_device_id=c.device_id, chip_id=c.device_id, uuid=uuid,
-            sources=("rocm",), notes=notes,
+            memory_bytes=None if table_integrated else c.memory_bytes, compute_units=c.compute_units,
+            sources=("rocm",), notes=notes, kfd_node=c.node,
         ))
     return out
 
@@ -657,7 +835,8 @@ def _fill_from_smi(gpus: List[GpuFacts], cards: List[SmiCard]) -> List[GpuFacts]
             continue
         used.add(match)
         c = cards[match]
-        out.append(replace(g, name=g.name or c.name, pci_bus_id=g.pci_bus_id or c.pci_bus_id))
+        out.append(replace(g, name=g.name or c.name, pci_bus_id=g.pci_bus_id or c.pci_bus_id,
+                           kfd_node=g.kfd_node if g.kfd_node is not None else c.node))
     return out
 
 
@@ -667,9 +846,11 @@ def probe(host: Host) -> Contribution:
     # rocminfo is the source; the others only fill in, so their parse failures are warnings.
     info = parse_capture(host, "rocminfo.txt", parse_rocminfo, errors)
     kfd = parse_capture(host, "kfd-topology.txt", parse_kfd_topology, errors, out.warnings) or []
-    cards = parse_capture(host, "rocm-smi.txt", parse_rocm_smi, errors, out.warnings) or []
+    amd_smi = merge_cards(*(parse_capture(host, n, parse_amd_smi, errors, out.warnings) or [] for n in AMD_SMI))
+    cards = amd_smi or parse_capture(host, "rocm-smi.txt", parse_rocm_smi, errors, out.warnings) or []
     version = parse_capture(host, "rocm-version.txt", parse_rocm_version, errors, out.warnings)
-    seen_any = any(host.get(n).ok for n in ("rocminfo.txt", "kfd-topology.txt", "rocm-smi.txt", "rocm-version.txt"))
+    seen_any = any(host.get(n).ok for n in
+                   ("rocminfo.txt", "kfd-topology.txt", "rocm-smi.txt", "rocm-version.txt") + AMD_SMI)
 
     env = host.env("HSA_OVERRIDE_GFX_VERSION")
     env_gfx = gfx_from_version(env) if env else None
@@ -681,11 +862,13 @@ def probe(host: Host) -> Contribution:
     elif kfd and any(n.is_gpu for n in kfd):
         gpus = gpus_from_kfd(kfd, env if env_gfx else None, rocm_installed=version is not None)
     else:
-        gpus = gpus_from_smi(cards, env if env_gfx else None, rocm_installed=version is not None)
+        # amd-smi runs only where a ROCm user-space is installed (it is part of one).
+        gpus = gpus_from_smi(cards, env if env_gfx else None, rocm_installed=version is not None or bool(amd_smi),
+                             reported_first=bool(amd_smi))
     out.gpus = gpus
 
     if not seen_any:
-        return nothing_read(out, errors, "no ROCm (no rocminfo, no KFD topology, no rocm-smi, no /opt/rocm)")
+        return nothing_read(out, errors, "no ROCm (no rocminfo, no KFD topology, no amd-smi or rocm-smi, no /opt/rocm)")
     if info is None and not kfd and not cards and version is None:
         out.status = "error"
         out.error = "; ".join(errors + out.warnings)
@@ -723,6 +906,7 @@ __all__ = [
     "architecture_of",
     "bus_id_from_bdfid",
     "gfx_from_version",
+    "parse_amd_smi",
     "parse_kfd_topology",
     "parse_rocm_smi",
     "parse_rocm_version",

@@ -48,9 +48,15 @@ WINDOWS_11_BUILD = 22000
 ADAPTER_RAM_CAP = 0xFFF00000
 GPU_VENDORS = ("nvidia", "amd", "intel", "qualcomm", "arm", "apple", "moorethreads")
 D3D12_VENDORS = ("nvidia", "amd", "intel", "qualcomm")
+# Software, remote-desktop, streaming and virtual-monitor adapters. Some copy the real card's vendor and
+# device ids into dxdiag's id lines; their Device Key / PNPDeviceID is not PCI\\VEN_ (ROOT\\..., SWD\\...),
+# which already keeps them out; the names catch the rest (pci_display.json `virtual_display`).
 _NOT_GPU_NAME = re.compile(
-    r"basic render|remote display|remote desktop|hyper-v|virtual (display|adapter)|"
-    r"mirror driver|indirect display|citrix|parsec|spacedesk|displaylink",
+    r"basic render|remote display|remote desktop|hyper-v|virtual (display|adapter|monitor)|"
+    r"mirror driver|indirect display|citrix|parsec|spacedesk|displaylink|iddsampledriver|"
+    r"idd sample|meta virtual|sunshine|moonlight|splashtop|anydesk|teamviewer|rustdesk|gameviewer|"
+    r"nvidia grid\b.*\bvirtual|vmware svga|virtualbox graphics|qxl|red hat virtio gpu|"
+    r"microsoft hyper-v video|\bmsbda\b",
     re.I,
 )
 _PCI_ID = re.compile(
@@ -119,6 +125,53 @@ def _driver_for(vendor: str, raw: Optional[str]) -> Optional[str]:
 
 
 # -- dxdiag /t --------------------------------------------------------------------------------------------
+
+
+def decode_windows_text(data: Optional[bytes]) -> str:
+    """A Windows tool's text in whatever encoding the machine wrote it: UTF-16 with or without a
+    BOM (`dxdiag /t` and PowerShell redirection), UTF-8, or the ANSI code page of a localised
+    Windows (cp1252, cp936, cp1251, ...; told apart by charset-normalizer, which requests brings).
+    Line ends become LF."""
+    if not data:
+        return ""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    elif data.startswith(b"\xef\xbb\xbf"):
+        text = data[3:].decode("utf-8", errors="replace")
+    elif len(data) >= 4 and data[1::2].count(0) > len(data) // 4:
+        text = data.decode("utf-16-le", errors="replace")  # ASCII-heavy UTF-16 without a BOM
+    elif len(data) >= 4 and data[0::2].count(0) > len(data) // 4:
+        text = data.decode("utf-16-be", errors="replace")
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = _legacy_code_page(data)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _legacy_code_page(data: bytes) -> str:
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:  # pragma: no cover - requests brings it
+        return data.decode("cp1252", errors="replace")
+    best = from_bytes(data, cp_isolation=["cp1252", "cp936", "gb18030", "cp950", "cp932", "cp949", "cp1251",
+                                          "cp1250", "cp1253", "cp1254", "cp1257"]).best()
+    return str(best) if best is not None else data.decode("cp1252", errors="replace")
+
+
+def _dxdiag_capture(host: Host, errors: List[str]) -> Optional["DxDiag"]:
+    cap = host.get("dxdiag.txt")
+    if not cap.ok:
+        from ._util import note_failure
+
+        note_failure(cap, errors)
+        return None
+    try:
+        return parse_dxdiag(decode_windows_text(cap.data))
+    except ParseError as exc:
+        errors.append(f"dxdiag.txt: {exc}")
+        return None
 
 _KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ./()&'_-]{0,40}?):\s?(.*)$")
 
@@ -620,7 +673,7 @@ def probe(host: Host) -> Contribution:
     # dxdiag takes 5-20 s live (more than the probe's deadline allows on a slow machine), so a
     # live scan asks for it only when WMI said nothing; `mlprobe capture` always takes it.
     if not (live and adapters is not None):
-        dx = parse_capture(host, "dxdiag.txt", parse_dxdiag, errors)
+        dx = _dxdiag_capture(host, errors)
     if dx is not None and (dx.adapters or adapters is None):
         adapters, from_dxdiag = dx.adapters, True
     build = _host_build(host) or (windows_build(dx.system.get("Operating System")) if dx else None)
@@ -658,6 +711,7 @@ __all__ = [
     "DxDiag",
     "is_gpu",
     "nvidia_driver_from_windows",
+    "decode_windows_text",
     "parse_dxdiag",
     "parse_win32_json",
     "parse_win32_list",

@@ -183,7 +183,8 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
     where = str(result.path) if result.path else result.python
     con.print(f"[green]installed[/green] recipe {_esc(plan.recipe)} into {_esc(where)}")
     if result.activate_scripts:
-        con.print(f"  env vars {_esc(', '.join(plan.env))} are set by its activate scripts")
+        names = list(plan.env) + [f"{k} (first: {v})" for k, v in plan.prepend.items()]
+        con.print(f"  env vars {_esc(', '.join(names))} are set by its activate scripts")
     elif plan.env and result.path is None:
         con.print("  set these yourself before use (mlprobe does not edit shell rc files):")
         from ..install.activate import shell_lines
@@ -194,6 +195,11 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
         act = result.path / ("Scripts\\activate" if sys.platform == "win32" else "bin/activate")
         con.print(f"  use it: [cyan]source {_esc(shlex.quote(str(act)))}[/cyan]")
     con.print(f"  transcript: {_esc(str(result.log))}")
+    for note in plan.notes:
+        if "Fixed inside the environment" in note:
+            con.print(f"  [green]device check:[/green] {_esc(note)}")
+    if result.device_note:
+        con.print(f"[yellow]device check:[/yellow] {_esc(result.device_note)}")
     if result.verify is not None:
         con.print("[bold]Verify[/bold] (in the new environment)")
         try:

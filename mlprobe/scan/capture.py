@@ -67,6 +67,12 @@ SPECS: Dict[str, CaptureSpec] = {
             alt_paths=("/opt/rocm/bin/rocm-smi",),
         ),
         CaptureSpec("rocm-version.txt", path="/opt/rocm/.info/version", systems=("Linux",)),
+        # -- AMD: amd-smi, rocm-smi's successor (Linux only: TheRock lists amdsmi as unsupported on
+        # Windows). The --json forms carry the same fields; a pip-installed ROCm puts amd-smi in the
+        # venv's bin, which is on PATH when that venv is active.
+        *(CaptureSpec(f"amd-smi-{sub}.{ext}", argv=("amd-smi", sub) + (("--json",) if ext == "json" else ()),
+                      systems=("Linux",), timeout=15.0, alt_paths=("/opt/rocm/bin/amd-smi",))
+          for sub in ("list", "static") for ext in ("txt", "json")),
         CaptureSpec("kfd-topology.txt", internal="kfd-topology", systems=("Linux",)),
         CaptureSpec("lspci.txt", argv=("lspci", "-nn"), systems=("Linux",)),
         CaptureSpec("drm-drivers.txt", internal="drm-drivers", systems=("Linux",)),
@@ -113,10 +119,19 @@ SPECS: Dict[str, CaptureSpec] = {
         # py-cpuinfo's get_cpu_info(), as JSON: the CPU source where /proc/cpuinfo, lscpu and sysctl
         # are not (Windows); the CPU probe asks for it only then
         CaptureSpec("py-cpuinfo.json", internal="py-cpuinfo", timeout=20.0),
+        # -- Intel oneAPI tools (one block) --
+        # oneAPI's device list (every backend) and Intel's GPU manager; both list Intel GPUs that
+        # the DRM cards (Linux only) cannot name, on Windows too.
+        CaptureSpec("sycl-ls.txt", argv=("sycl-ls",), timeout=20.0,
+                    alt_paths=("/opt/intel/oneapi/compiler/latest/bin/sycl-ls",)),
+        CaptureSpec("xpu-smi-discovery.txt", argv=("xpu-smi", "discovery"), systems=("Linux", "Windows"),
+                    timeout=20.0),
         # Only ever read from bundles (users paste these into tickets):
         CaptureSpec("collect_env.txt", internal="never"),
         CaptureSpec("pip-list.txt", internal="never"),
         CaptureSpec("clinfo-l.txt", internal="never"),
+        # the device check's loader probe (mlprobe.verify.devicecheck.probe_loaders), as fixtures keep it
+        CaptureSpec("opencl-loaders.json", internal="never"),
         CaptureSpec("Win32_VideoController.txt", internal="never"),
     )
 }

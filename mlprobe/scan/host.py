@@ -451,8 +451,12 @@ class ReplayHost:
 
     def _infer_system(self) -> Optional[str]:
         names = set(self.names())
-        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt", "proc-version.txt",
-                    "ldconfig-p.txt", "ls-l-dev.txt", "proc-1-cgroup.txt"}:
+        # The KFD topology is Linux's; TheRock lists amd-smi as unsupported on Windows; doctor's
+        # captures of /proc, /dev and the loader cache exist only on Linux.
+        if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt",
+                    "kfd-topology.txt", "amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json",
+                    "amd-smi-static.json", "proc-version.txt", "ldconfig-p.txt", "ls-l-dev.txt",
+                    "proc-1-cgroup.txt"}:
             return "Linux"
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:

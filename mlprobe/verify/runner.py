@@ -16,6 +16,7 @@ from ..errors import StageError, exit_status
 from ..model.vocabulary import vocabulary
 from . import verdict as V
 from .child import ChildResult, EventSink, child_env, run_child
+from .devicecheck import VISIBILITY, Listing, diagnose, matches, probe_loaders
 
 SCHEMA = "mlprobe.verify/1"
 FRAMEWORKS = vocabulary().payload_frameworks()  # what the payload trains itself
@@ -76,13 +77,7 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
 
 def wanted(dev: Dict[str, Any], request: Optional[str]) -> bool:
     """Mirror of payload.wanted: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
-    if not request:
-        return True
-    r = request.lower()
-    did = str(dev.get("id", "")).lower()
-    if r in (did, dev.get("kind"), did.split(":")[0], dev.get("api")):
-        return True
-    return r == "gpu" and dev.get("kind") != "cpu"
+    return matches(dev, request)
 
 
 def select_frameworks(framework: str, found: Dict[str, Any]) -> Tuple[List[str], List[Dict[str, Any]]]:
@@ -278,6 +273,60 @@ def _unavailable_record(fw: str, version: Optional[str], python: str, device: st
             "speedup_vs_best_cpu": None, "failure": None}
 
 
+def _plaidml_settings_ids(env: Mapping[str, str]) -> Tuple[List[str], Optional[str]]:
+    """PLAIDML_DEVICE_IDS as PlaidML itself reads it: the variable (space-separated), else the settings
+    file ($PLAIDML_SETTINGS, else ~/.plaidml; a JSON object whose PLAIDML_DEVICE_IDS is a list)."""
+    raw = env.get("PLAIDML_DEVICE_IDS")
+    if raw is not None:
+        return raw.split(), "PLAIDML_DEVICE_IDS"
+    import json
+
+    path = env.get("PLAIDML_SETTINGS") or os.path.join(os.path.expanduser("~"), ".plaidml")
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read(1 << 20).decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return [], None
+    ids = doc.get("PLAIDML_DEVICE_IDS") if isinstance(doc, dict) else None
+    if isinstance(ids, str):
+        ids = ids.split()
+    if not isinstance(ids, list):
+        return [], None
+    return [str(i) for i in ids if isinstance(i, str) and i.strip()], path
+
+
+def requests_for(framework: str, device: Optional[str], env: Mapping[str, str]) -> List[Tuple[str, str]]:
+    """The devices asked for, with what asked: `--device` (or the recipe's device), PlaidML's
+    PLAIDML_DEVICE_IDS, a *_VISIBLE_DEVICES list that names GPUs. (request, asked by)."""
+    out: List[Tuple[str, str]] = []
+    if device and device.lower() != "cpu":
+        out.append((device, "--device"))
+    if framework == "plaidml":
+        ids, by = _plaidml_settings_ids(env)
+        out += [(i, by or "PLAIDML_DEVICE_IDS") for i in ids if i != device]
+    elif not device:
+        for var in VISIBILITY["gpu"]:
+            val = env.get(var)
+            if val is not None and val.strip() and val.strip().lower() not in ("-1", "none", "nodevfiles", "void"):
+                out.append(("gpu", f"{var}={val}"))
+                break
+    return out
+
+
+def _not_seen_record(run: "_FrameworkRun", request: str, asked_by: str, env: Mapping[str, str],
+                     loaders: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    listing = Listing(framework=run.fw, version=run.version, devices=tuple(run.meta[d] for d in run.order),
+                      unavailable=tuple(run.unavailable))
+    diag = diagnose(run.fw, request, listing, env, loaders_doc=loaders)
+    listed = ", ".join(listing.ids) or "no device"
+    reason = (f"{run.fw} {run.version or ''} does not list {request} (asked for by {asked_by}); it lists "
+              f"{listed}. Likely cause: {diag.cause}").replace("  ", " ")
+    rec = _unavailable_record(run.fw, run.version, run.python, request, reason, kind=None)
+    rec.update(verdict=V.NOT_SEEN, requested_by=asked_by, listed_devices=listing.ids,
+               likely_cause=diag.cause, diagnosis=diag.to_json())
+    return rec
+
+
 def _ips(rec: Dict[str, Any]) -> Optional[float]:
     sp = rec.get("speed")
     if not isinstance(sp, dict) or sp.get("error") or sp.get("nan") or rec.get("failure"):
@@ -325,7 +374,10 @@ def run_verify(
     disc = discover(target, timeout=min(timeout, 60.0), env=env)
     chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
     results: List[Dict[str, Any]] = []
-    no_match: List[Dict[str, Any]] = []  # frameworks that have no device matching --device
+    no_match: List[Dict[str, Any]] = []  # requested devices a framework does not list (NOT_SEEN)
+    extra_env: Dict[str, str] = dict(env or {})
+    full_env: Dict[str, str] = dict(os.environ, **extra_env)
+    loaders: Optional[Dict[str, Any]] = None
     fw_cpu: Dict[str, Dict[str, Any]] = {}
     for fw in chosen:
         run = _FrameworkRun(target, fw, opts, on_event)
@@ -353,18 +405,24 @@ def run_verify(
             if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
                 fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
                               "images_per_s": _ips(rec), "device": did}
-        # (a requested CPU device such as PlaidML's llvm_cpu.0 is a match like any other)
-        if device and not any(wanted(run.meta[d], device) for d in todo) and device.lower() != "cpu":
-            reasons = [u["reason"] for u in run.unavailable if wanted(u, device) or u.get("id") == device]
-            no_match.append(_unavailable_record(
-                fw, run.version, target, device,
-                reasons[0] if reasons else f"{fw} {run.version or ''} sees no {device} device here".replace("  ", " "),
-                kind=device))
+        # A device asked for and not listed is a result of its own (NOT_SEEN), never a silent
+        # substitute; with --framework any, a *_VISIBLE_DEVICES request counts only if no framework
+        # lists a GPU (checked below).
+        for req, by in requests_for(fw, device, full_env):
+            if any(matches(run.meta[d], req) for d in run.order):
+                continue
+            if fw == "plaidml" and loaders is None:
+                loaders = probe_loaders(target, extra_env)
+            rec = _not_seen_record(run, req, by, full_env, loaders if fw == "plaidml" else None)
+            (no_match if by != "--device" or framework == "any" else results).append(rec)
         fw_records.append(frec)
 
     # With --framework any, a framework without the requested device is noise once another has it.
-    if framework != "any" or not any(r["verdict"] is None and r["kind"] != "cpu" for r in results):
-        results.extend(no_match)
+    seen_gpu = any(r["verdict"] is None and r["kind"] != "cpu" for r in results)
+    for rec in no_match:
+        by = str(rec.get("requested_by"))
+        if framework != "any" or not seen_gpu or (by != "--device" and "_VISIBLE_DEVICES" not in by):
+            results.append(rec)
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
     # because the fastest CPU path is what a user would otherwise use.
@@ -456,7 +514,7 @@ def summarise(doc: Dict[str, Any]) -> List[str]:
 
 def exit_code(doc: Dict[str, Any]) -> int:
     verdicts = [r["verdict"] for r in doc["results"]]
-    if V.WRONG_RESULTS in verdicts:
+    if V.WRONG_RESULTS in verdicts or V.NOT_SEEN in verdicts:
         return exit_status("failure")
     if not any(v in V.WORKING for v in verdicts):
         return exit_status("unavailable")

@@ -26,7 +26,14 @@ DEVICE_RESULT: Dict[str, Any] = {
         "speed": {"type": ["object", "null"], "properties": {
             "images_per_s": _NUM, "seconds_per_epoch": _NUM, "batch": {"type": "integer"},
             "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"}}},
+        # the verdict's ratio is speedup_vs_best_cpu (the best CPU figure of any framework in the run);
+        # speedup_vs_framework_cpu is the same framework's own CPU path
         "speedup_vs_framework_cpu": _NUM, "speedup_vs_best_cpu": _NUM,
+        "requested_by": _STR, "likely_cause": _STR,
+        "listed_devices": {"type": ["array", "null"], "items": {"type": "string"}},
+        "diagnosis": {"type": ["object", "null"], "properties": {
+            "cause": {"type": "string"}, "evidence": {"type": "array", "items": {"type": "string"}},
+            "next_step": {"type": "string"}, "fix": {"type": ["object", "null"]}}},
     },
 }
 

@@ -1,11 +1,18 @@
 """Verdicts from measurements: pure functions, no I/O.
 
-ACCELERATED      an accelerator that is correct, learns, and trains >= 1.5x its framework's CPU speed
-MARGINAL         correct and learns, but between 1.0x and 1.5x the CPU: not worth a special setup
-SLOWER_THAN_CPU  correct and learns, and slower than the CPU: use the CPU
+The speed verdicts compare with the best CPU figure measured in the same run (any framework on this
+CPU, named), not only with the same framework's CPU path: the question is "faster than the best I can
+do on this CPU?". Both ratios are in the result.
+
+ACCELERATED      an accelerator that is correct, learns, and trains >= 1.5x the best CPU figure
+MARGINAL         correct and learns, but between 1.0x and 1.5x the best CPU figure: not worth a special setup
+SLOWER_THAN_CPU  correct and learns, and slower than the best CPU figure (even when it beats its own
+                 framework's CPU path): use the CPU
 CPU              the device is a CPU (a framework's CPU, or a "device" such as PlaidML's llvm_cpu.0)
 WRONG_RESULTS    wrong loss or gradients, NaN, or it does not learn
 UNAVAILABLE      the device could not run the test (absent, crashed, hung, raised); the reason says which
+NOT_SEEN         a device that was asked for (--device, the recipe's device, PLAIDML_DEVICE_IDS, a
+                 *_VISIBLE_DEVICES list) is not among those the framework lists: never a silent substitute
 NO_BASELINE      it works, but no CPU figure was measured to compare it with
 """
 
@@ -22,9 +29,10 @@ CPU = "CPU"
 WRONG_RESULTS = "WRONG_RESULTS"
 UNAVAILABLE = "UNAVAILABLE"
 NO_BASELINE = "NO_BASELINE"
+NOT_SEEN = "NOT_SEEN"
 
 WORKING = (ACCELERATED, MARGINAL, SLOWER_THAN_CPU, CPU, NO_BASELINE)
-ALL = (ACCELERATED, MARGINAL, SLOWER_THAN_CPU, CPU, WRONG_RESULTS, UNAVAILABLE, NO_BASELINE)
+ALL = (ACCELERATED, MARGINAL, SLOWER_THAN_CPU, CPU, WRONG_RESULTS, UNAVAILABLE, NO_BASELINE, NOT_SEEN)
 
 STAGE_WORDS = {"correctness": "correctness check", "learning": "learning test", "speed": "speed test",
                "import": "import", "devices": "device discovery", "run": "run"}
@@ -101,25 +109,24 @@ def decide(rec: Dict[str, Any], framework_cpu: Optional[Dict[str, Any]],
             reason += (f"; {best_name} on this CPU reaches {fmt_ips(best_ips)} images/s, "
                        f"{best_ips / ips:.1f}x faster")
         return CPU, reason
-    base = (framework_cpu or {}).get("images_per_s")
-    base_name = f"{rec.get('framework')} on the CPU"
-    if not base and best_ips:
-        base, base_name = best_ips, f"{best_name} on the CPU"
+    own = (framework_cpu or {}).get("images_per_s")
+    own_name = f"{rec.get('framework')} on the CPU"
+    if best_ips and own:
+        base, base_name = max(best_ips, own), (best_name if best_ips >= own else rec.get("framework"))
+    else:
+        base, base_name = best_ips or own, best_name if best_ips else rec.get("framework")
     if not base:
         return NO_BASELINE, f"{label}: {fmt_ips(ips)} images/s, but no CPU figure was measured to compare"
     ratio = ips / base
-    figures = f"{fmt_ips(ips)} vs {fmt_ips(base)} images/s for {base_name} ({fmt_ratio(ratio)})"
-    tail = ""
-    if best_ips and best_name and best_ips > ips:
-        tail = (f"; but {best_name} on the CPU is faster still ({fmt_ips(best_ips)} images/s): "
-                f"use that instead")
+    head = f"the best CPU figure ({base_name} on this CPU, {fmt_ips(base)} images/s)"
+    second = ""
+    if own and own != base:
+        second = f"; {fmt_ratio(ips / own)} {own_name} ({fmt_ips(own)} images/s)"
+    figures = f"{fmt_ips(ips)} images/s{second}"
     if ratio >= ACCELERATED_AT:
-        return ACCELERATED, f"{label} is {fmt_ratio(ratio)} faster than the CPU: {figures}{tail}"
+        return ACCELERATED, f"{label} is {fmt_ratio(ratio)} {head}: {figures}"
     if ratio >= 1.0:
-        return MARGINAL, (f"{label} is only {fmt_ratio(ratio)} the CPU's speed, below the "
-                          f"{ACCELERATED_AT:g}x bar: {figures}{tail}")
-    best = ""
-    if best_ips and best_name and best_ips > 1.1 * base:
-        best = f" ({best_name} on the CPU: {fmt_ips(best_ips)} images/s)"
-    return SLOWER_THAN_CPU, (f"{label} is SLOWER than the CPU: {figures}. The CPU is "
-                             f"{1 / ratio:.1f}x faster; use the CPU{best}")
+        return MARGINAL, (f"{label} is only {fmt_ratio(ratio)} {head}, below the {ACCELERATED_AT:g}x bar: "
+                          f"{figures}")
+    return SLOWER_THAN_CPU, (f"{label} is SLOWER than {head}: {figures}. The CPU is {1 / ratio:.1f}x faster; "
+                             f"use {base_name} on the CPU")

@@ -188,5 +188,23 @@ def _enumerate() -> int:
     return 0
 
 
+def write_vendors_dir(folder: str) -> int:
+    """`opencl_child.py --vendors-dir FOLDER`: write into FOLDER (which exists) the .icd files that give
+    an ICD loader reading only OCL_ICD_VENDORS what this environment names (its vendors folder and
+    OCL_ICD_FILENAMES); the device check's fix for a loader that ignores OCL_ICD_FILENAMES."""
+    env = dict(os.environ)
+    if os.path.normpath(env.get("OCL_ICD_VENDORS") or "") == os.path.normpath(folder):
+        env.pop("OCL_ICD_VENDORS")  # the folder being written is not a source of itself
+    if icd_vendors_dir(env, folder) is None:  # no OCL_ICD_FILENAMES: the vendors folder's own entries
+        vendors = env.get("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+        for n in sorted(os.listdir(vendors)) if os.path.isdir(vendors) else []:
+            if n.endswith(".icd"):
+                shutil.copyfile(os.path.join(vendors, n), os.path.join(folder, n))
+    print(json.dumps({"vendors_dir": folder, "files": sorted(os.listdir(folder))}))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--vendors-dir":
+        sys.exit(write_vendors_dir(sys.argv[2]))
     sys.exit(main())

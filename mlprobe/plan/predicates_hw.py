@@ -1,0 +1,144 @@
+"""Named tests about the hardware's own road ahead: NVIDIA driver branches and kernel-module flavours,
+DirectML's status and successors, and CPUs whose SIMD flags are unknown. Each reads sourced
+knowledge tables (nvidia_gpus.json, torch_wheels.json, directml.json, cpu_families.json) and writes its own sentences. Importing this module registers the
+tests in mlprobe.plan.conditions.TESTS (mlprobe.plan.rules imports it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from .conditions import Ctx, Kb, Outcome, lookup, test
+from .predicates import arch_coverage
+from ..model.knowledge import version
+
+
+def _rows(kb: Kb, table: str, key: str) -> List[Dict[str, Any]]:
+    rows = (kb.get(table) or {}).get(key) or []
+    return [r for r in rows if isinstance(r, dict)]
+
+
+def _branch_row(cc: str, kb: Kb) -> Optional[Dict[str, Any]]:
+    return next((r for r in _rows(kb, "nvidia_gpus", "driver_branches") if cc in (r.get("compute_capabilities") or [])),
+                None)
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def _month(ym: str) -> str:
+    """'2028-10' -> 'October 2028'."""
+    m = re.fullmatch(r"(\d{4})-(\d{2})", ym)
+    return f"{_MONTHS[int(m.group(2)) - 1]} {m.group(1)}" if m and 1 <= int(m.group(2)) <= 12 else ym
+
+
+def _driver_major(driver: Optional[str]) -> Optional[int]:
+    v = version(driver)
+    return v.major if v is not None else None
+
+
+def newest_torch_for(cc: str, kb: Kb, system: Optional[str], arch: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The newest torch_wheels.cuda row with a cubin for this compute capability (rows are newest first)."""
+    for r in _rows(kb, "torch_wheels", "cuda"):
+        if system and r.get("os") and system not in r["os"]:
+            continue
+        archs = r.get("archs_aarch64") if arch == "arm64" and r.get("archs_aarch64") is not None else r.get("archs")
+        if archs and arch_coverage(archs, cc) == "cubin":
+            return r
+    return None
+
+
+@test("nvidia_driver_branch")
+def _nvidia_driver_branch(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """Cards whose last driver branch has been reached (driver_branches): say which branch is the
+    last, what that leaves of PyTorch's wheels, and what PyTorch has announced; a driver from a
+    branch that ignores the card cannot drive it."""
+    out = Outcome(True)
+    driver = lookup(ctx, "nvidia.driver")
+    major = _driver_major(driver)
+    removals = _rows(kb, "torch_wheels", "planned_removals")
+    for gpu in lookup(ctx, "nvidia.gpus") or []:
+        cc = gpu.get("cc")
+        if not cc or gpu.get("integrated"):
+            continue  # Tegra GPUs use the L4T driver, not these branches
+        b = _branch_row(str(cc), kb)
+        if b is None:
+            continue
+        name = gpu.get("name") or "the NVIDIA GPU"
+        sm = "sm_" + str(cc).replace(".", "")
+        last, ignored = str(b["last_branch"]), int(b["ignored_from"])
+        if major is not None and major >= ignored:
+            out.value = False
+            out.reasons.append(
+                f"{name} is {b['architecture']} ({sm}): NVIDIA drivers R{ignored} and later ignore it, and this "
+                f"driver is {driver}; install the R{last} branch (a {last}.xx driver), its last")
+            continue
+        text = (f"{name} is {b['architecture']} ({sm}): R{last} is the last NVIDIA driver branch for it "
+                f"(R{ignored} and later ignore it; R{last} gets security updates until {_month(str(b['security_updates_until']))}), "
+                f"so stay on a {last}.xx or older driver")
+        best = newest_torch_for(str(cc), kb, lookup(ctx, "os.system"), lookup(ctx, "cpu.arch"))
+        if best is not None:
+            text += (f"; the newest PyTorch build with {sm} kernels is torch {best['torch']} {best['index']} "
+                     f"(CUDA {best['cuda']}, which an R{last} driver runs)")
+            gone = next((r for r in removals if r.get("index") == best["index"]), None)
+            if gone is not None:
+                text += (f"; PyTorch has announced that torch {gone['removed_from']} publishes no {gone['index']} "
+                         f"wheels, so {gone['last_torch']} is the last build for this card (after it, only a "
+                         "source build)")
+        out.warnings.append(text)
+    return out
+
+
+def _kernel_flavour(ctx: Ctx) -> Optional[str]:
+    flavour = lookup(ctx, "nvidia.kernel_module")
+    return str(flavour) if flavour in ("open", "proprietary") else None
+
+
+@test("nvidia_kernel_module_fits")
+def _nvidia_kernel_module_fits(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """Blackwell and GH200 need NVIDIA's open kernel modules; pre-Turing GPUs need the proprietary
+    ones (kernel_modules). Read from /proc/driver/nvidia/version; unknown without it (said only
+    where it matters)."""
+    flavour = _kernel_flavour(ctx)
+    if lookup(ctx, "os.system") not in (None, "Linux") or lookup(ctx, "os.wsl"):
+        return Outcome(True)  # Windows and WSL2 use the Windows driver: no Linux kernel module
+    out = Outcome(True)
+    for gpu in lookup(ctx, "nvidia.gpus") or []:
+        cc, name = gpu.get("cc"), gpu.get("name") or "the NVIDIA GPU"
+        for r in _rows(kb, "nvidia_gpus", "kernel_modules"):
+            hit = (cc and cc in (r.get("compute_capabilities") or [])) or (
+                r.get("name_pattern") and re.search(str(r["name_pattern"]), str(gpu.get("name") or ""), re.I))
+            if not hit or gpu.get("integrated"):
+                continue
+            need = str(r["needs"])
+            if flavour is None:
+                if need == "open":
+                    out.warnings.append(
+                        f"{name} ({r['architecture']}) works only with NVIDIA's open kernel modules (the -open "
+                        "driver packages); the capture does not show which flavour is loaded "
+                        "(/proc/driver/nvidia/version)")
+            elif flavour != need:
+                out.value = False
+                fix = ("install the open flavour of the driver (the -open packages, e.g. nvidia-driver-580-open) "
+                       "and reboot" if need == "open" else
+                       "install the proprietary flavour of the driver (R580 or older for this card) and reboot")
+                out.reasons.append(
+                    f"{name} ({r['architecture']}) needs NVIDIA's {need} kernel modules, but the {flavour} ones "
+                    f"are loaded (/proc/driver/nvidia/version): {fix}")
+            break
+    return out
+
+
+@test("directml_successors")
+def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """DirectML is no longer developed (directml.json `facts`, `successors`): say so, and name the
+    successors that exist for this machine's GPUs."""
+    gpus = lookup(ctx, "directml.gpus") or []
+    vendors = {str(g.get("vendor")) for g in gpus} | {str(g.get("vendor")) for g in lookup(ctx, "gpus") or []}
+    names = [str(r["text"]) for r in _rows(kb, "directml", "successors")
+             if r.get("vendor") == "any" or r.get("vendor") in vendors]
+    text = "DirectML is no longer developed (Microsoft keeps it in sustained engineering; torch-directml stays at 0.2.5 with torch 2.4.1)"
+    if names:
+        text += "; the maintained roads for this machine: " + "; ".join(names)
+    return Outcome(True, warnings=[text])
