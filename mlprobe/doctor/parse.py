@@ -218,7 +218,8 @@ def _from_loader_probe(doc: Dict[str, Any]) -> OpenClLoader:
     with the file it resolved to, its ICD files and whether it reads OCL_ICD_FILENAMES)."""
     recs = [r for r in doc["loaders"] if isinstance(r, dict) and _s(r.get("name"))]
     first = recs[0] if recs else {}
-    env = first.get("env") if isinstance(first.get("env"), dict) else {}
+    raw_env = first.get("env")
+    env: Dict[str, Any] = raw_env if isinstance(raw_env, dict) else {}
     icds = [LibraryAnswer(name=str(f["library"]), path=None, error=None,
                           where=str(first.get("vendors_dir") or "/etc/OpenCL/vendors") + "/" + str(f.get("file")))
             for f in first.get("icd_files") or [] if isinstance(f, dict) and _s(f.get("library"))]
