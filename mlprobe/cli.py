@@ -1,4 +1,4 @@
-"""Command line: `mlprobe scan|capture|schema|plan|install|bundle|verify|report|diff|fleet|labels`.
+"""Command line: `mlprobe scan|capture|schema|plan|install|bundle|verify|doctor|report|diff|fleet|labels`.
 
 Each command lives in mlprobe/commands/<name>.py with `register(subparsers)`; the parser it adds
 sets `func(args) -> int`. Command modules import their heavy parts inside `func`, so that
@@ -15,12 +15,13 @@ from . import __version__
 if TYPE_CHECKING:
     import argparse
 
-COMMANDS = ["scan", "capture", "schema", "plan", "install", "bundle", "verify", "report", "diff", "fleet", "labels",
-            "completion"]
+COMMANDS = ["scan", "capture", "schema", "plan", "install", "bundle", "verify", "doctor", "report", "diff",
+            "fleet", "labels", "completion"]
 
 EXIT_CODES_HELP = """exit codes:
   0    done (diff: no differences)
-  1    a real failure found (verify: wrong results; install failed; diff: differences)
+  1    a real failure found (verify: wrong results; install failed; doctor: something blocks;
+       diff: differences)
   2    usage error: bad arguments or unreadable input
   3    nothing usable (no recipe fits, no device to verify)
   130  interrupted (Ctrl-C)"""

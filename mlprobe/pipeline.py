@@ -77,6 +77,38 @@ def verify_section(host: Host, python: Optional[str] = None) -> Dict[str, Any]:
     return out if isinstance(out, dict) else {"available": True, "result": out}
 
 
+def doctor(host: Host, python: Optional[str] = None, report: Optional[Dict[str, Any]] = None,
+           source: Optional[Dict[str, Any]] = None, env: Optional[Mapping[str, str]] = None) -> Any:
+    """`mlprobe doctor`: the scan (unless given), the plan, the frameworks' own enumeration (in `python`
+    when named, else the `framework-devices.json` capture) and every rule over them: a DoctorResult."""
+    from .doctor.rules import diagnose
+
+    rep = report if report is not None else scan_report(host, source)
+    enumeration = None
+    if python is not None:
+        from .doctor.enumerate import enumerate_devices
+
+        enumeration = enumerate_devices(python)
+
+    def plan_fn(r: Dict[str, Any], py: Optional[str]) -> Dict[str, Any]:
+        try:
+            return plan(copy.deepcopy(r), framework="any", python=py, env=env)
+        except Exception:  # a planner failure costs the rules that read the plan, not the diagnosis
+            return {}
+
+    return diagnose(host, rep, plan_fn, python=python, enumeration_doc=enumeration, source=source)
+
+
+def doctor_section(host: Host, report: Dict[str, Any]) -> Dict[str, Any]:
+    """Doctor's findings for a report, or a note saying why there are none."""
+    try:
+        result = doctor(host, report=report)
+    except Exception as exc:  # the report still carries the rest
+        return {"available": False, "note": f"no doctor findings: {error_text(exc)}"}
+    out: Dict[str, Any] = result.to_json()
+    return out
+
+
 def build_report(
     host: Host,
     options: "Optional[ReportOptions]" = None,
@@ -91,7 +123,8 @@ def build_report(
     report = scan_report(host, source)
     planned = plan_section(report)
     verified = verify_section(host, options.python) if (options.verify or options.python) else None
-    return assemble(host, report, planned, verified, options, now=now, env=env)
+    diagnosed = doctor_section(host, report)
+    return assemble(host, report, planned, verified, options, now=now, env=env, doctor=diagnosed)
 
 
 def _scan_bundle(path: Path) -> Dict[str, Any]:
@@ -118,4 +151,4 @@ def diff_side(path: str) -> "Side":
     return load_side(path, _scan_bundle, _plan_or_none)
 
 
-__all__ = ["build_report", "diff_side", "plan", "plan_section", "scan_report", "verify_section"]
+__all__ = ["build_report", "diff_side", "doctor", "doctor_section", "plan", "plan_section", "scan_report", "verify_section"]

@@ -95,7 +95,25 @@ class Arena:
             f"[H100 SXM5 80GB] [10de:2330] (rev a1)\n" for i in range(6000))}, like=None)
         bundle("garbage", {n: bytes(range(256)) * 40 for n in (
             "lspci.txt", "nvidia-smi-q-x.xml", "rocminfo.txt", "clinfo.json", "proc-cpuinfo.txt", "lscpu.txt",
-            "sysctl.txt", "os-release.txt", "collect_env.txt", "mlprobe-frameworks.json")}, like=None)
+            "sysctl.txt", "os-release.txt", "collect_env.txt", "mlprobe-frameworks.json", "ls-l-dev.txt", "id.txt",
+            "ldconfig-p.txt", "opencl-icd.json", "framework-devices.json", "proc-1-cgroup.txt", "dockerenv.txt")},
+               like=None)
+        # what doctor reads, in the wrong shapes: JSON of other types, an ls line per odd mode, a huge cache
+        bundle("doctor-odd", {
+            "framework-devices.json": json.dumps({"frameworks": [{"name": "torch", "info": {"cuda": 13, "arch_list": "x"},
+                                                                  "devices": [{"id": None, "kind": ["cuda"]}, 5],
+                                                                  "unavailable": [{"reason": ["no"]}]}, "jax", None]}),
+            "opencl-icd.json": json.dumps({"loader": [{"name": "libOpenCL.so", "path": 7}, None],
+                                           "icd_files": [{"file": None, "library": "x", "error": {"a": 1}}]}),
+            "ls-l-dev.txt": "/dev:\ncrw-rw----+ 1 root \x1b[31mrender 1, 2 Jan  1 00:00 kfd\n"
+                            "c????????? ? ? ? ? ? nvidia0\n" + "crw-rw-rw- 1 a b 1, 1 Jan 1 00:00 nvidia%d\n" * 300,
+            "id.txt": "uid=abc(x) groups=,,,(\n",
+            "ldconfig-p.txt": "\tlibcuda.so.1 (libc6) => \n" * 5000,
+            "host.json": json.dumps({"system": "Linux", "env": {"CUDA_VISIBLE_DEVICES": "-1,\x00", "LD_LIBRARY_PATH": "::::",
+                                                                "HSA_OVERRIDE_GFX_VERSION": "99.99.99",
+                                                                "KUBERNETES_SERVICE_HOST": "\x1b[2J"}}),
+            "dockerenv.txt": "",
+        }, like=GOOD[0])
         bundle("overrides-bad", {"host.json": json.dumps({"system": "Linux", "env": {
             "MLPROBE_OVERRIDE_PYTHON_VERSION": "banana", "MLPROBE_OVERRIDE_CPU_FLAGS": "\x1b[31m avx"}})})
         bundle("overrides-ok", {"host.json": json.dumps({"system": "Linux", "machine": "x86_64", "env": {
@@ -281,14 +299,15 @@ def replay_source(draw: st.DrawFn, arena: Arena) -> List[str]:
 
 
 COMMON = ["--json", "-q", "-v", "--json", "--quiet", "--verbose", "--json"]
-JSON_COMMANDS = {"scan", "plan", "install", "verify", "diff"}
+JSON_COMMANDS = {"scan", "plan", "install", "verify", "diff", "doctor"}
 RARE = ["--help", "-h", "-V", "--version", "--bogus", "--json=1", "--replay", "bogus", "SCAN", "scan"]
 
 
 @st.composite
 def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
     command = draw(st.sampled_from(["scan", "plan", "install", "report", "diff", "schema", "capture", "verify",
-                                    "completion", "scan", "plan", "report", "install", "diff", "verify"]))
+                                    "completion", "scan", "plan", "report", "install", "diff", "verify", "doctor",
+                                    "doctor"]))
     argv: List[str] = [command]
     flags = draw(st.lists(st.sampled_from(COMMON), max_size=2, unique=True))
     if command not in JSON_COMMANDS and draw(st.integers(0, 4)):
@@ -297,6 +316,13 @@ def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
         flags = flags[:1]  # both is a usage error: now and then only
     if command in ("scan", "plan", "report", "install"):
         argv += draw(replay_source(arena))
+    if command == "doctor":
+        # replays only (a live doctor imports the frameworks: seconds per example), hostile ones included;
+        # now and then --python with one of the interpreters that are not, which is a usage error with --replay
+        argv += ["--replay", draw(st.sampled_from(arena.good + list(arena.hostile.values())
+                                                  + list(arena.reports.values()) + list(arena.odd.values())))]
+        if draw(st.integers(0, 5)) == 0:
+            argv += ["--python", draw(st.sampled_from(list(arena.pythons.values()) or [arena.odd["missing"]]))]
     if command == "plan":
         argv += draw(st.sampled_from([[], [], ["--framework", "torch"], ["--framework", "keras"],
                                       ["--framework", "tensorflow"], ["--framework", "bogus"]]))
@@ -341,7 +367,7 @@ def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
         pool = arena.good + list(arena.hostile.values()) + list(arena.reports.values()) + list(arena.odd.values())
         argv += draw(st.lists(st.sampled_from(pool), min_size=0, max_size=3))
     elif command == "schema":
-        argv += draw(st.sampled_from([[], ["scan"], ["report"], ["recipe"], ["bogus"]]))
+        argv += draw(st.sampled_from([[], ["scan"], ["report"], ["recipe"], ["doctor"], ["bogus"]]))
     elif command == "capture":
         argv += draw(st.sampled_from([[arena.fresh("bundle")], [arena.odd["text"]], [arena.odd["folder"]],
                                       [arena.odd["missing"] + "/deeper/still"], []]))
@@ -477,3 +503,32 @@ def test_cli_regressions(arena: Arena, name: str) -> None:
     check(argv, rc, out, err)
     assert rc in (2, 3), err
     assert b"error [E" in err
+
+
+def test_doctor_over_every_hostile_bundle_and_report(arena: Arena) -> None:
+    """doctor on each odd bundle and report: no traceback, exit 0/1 (found or not) or 2 (refused),
+    and with --json one JSON document either way."""
+    sources = list(arena.hostile.values()) + list(arena.reports.values()) + arena.good
+    for source in sources:
+        argv = ["doctor", "--json", "--replay", source]
+        rc, out, err = run_in_process(argv, {}, "utf-8")
+        check(argv, rc, out, err)
+        assert rc in (0, 1, 2), (argv, err[-2000:])
+        doc = json.loads(out)
+        assert isinstance(doc, dict) and ("verdict" in doc or "error" in doc), argv
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fake interpreters are POSIX scripts")
+def test_doctor_asks_interpreters_that_are_not(arena: Arena) -> None:
+    """--python naming a crashing, silent or lying interpreter: the enumeration's failure is a finding
+    (or a usage error for what is no interpreter), never a traceback."""
+    for name, python in sorted(arena.pythons.items()):
+        argv = ["doctor", "--json", "--python", python]
+        rc, out, err = run_in_process(argv, {}, "utf-8")
+        check(argv, rc, out, err)
+        assert rc in (0, 1, 2), (name, err[-2000:])
+        doc = json.loads(out)
+        if rc == 2:
+            assert doc["error"]["ref"] == "E601", (name, doc)
+        else:
+            assert doc["python"] and doc["enumeration"], (name, doc)

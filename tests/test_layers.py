@@ -20,6 +20,7 @@ LAYERS: List[List[str]] = [
     ["mlprobe.scan"],  # run the probes, merge their facts
     ["mlprobe.recipes", "mlprobe.plan"],  # facts + recipe data -> plan
     ["mlprobe.verify"],
+    ["mlprobe.doctor"],  # the rules over the scan, the plan and the frameworks' own enumeration
     ["mlprobe.install"],
     ["mlprobe.render"],
     ["mlprobe.report"],

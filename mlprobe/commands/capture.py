@@ -17,6 +17,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..doctor.enumerate import install_producer
     from ..scan.host import UNREDACTED_NOTICE, shared_live_host, write_bundle
 
     folder = Path(args.dir)
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
             f"cannot create the folder {folder}", why=exc.strerror or str(exc),
             next_step="pass a folder name in a place you can write to", ref="E103", exit_code=EXIT_USAGE,
         ) from None
+    install_producer()  # the frameworks' own device enumeration (framework-devices.json)
     try:
         caps = write_bundle(shared_live_host(), folder)
     except OSError as exc:

@@ -85,9 +85,11 @@ def run(args: argparse.Namespace) -> int:
     )
     host = make_host(args)
     if host.kind == "live":
+        from ..doctor.enumerate import install_producer
         from ..scan.capture import PREFETCH
         from ..scan.host import shared_live_host
 
+        install_producer()  # doctor's findings read the frameworks' own enumeration
         shared_live_host().prefetch(PREFETCH)
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
                             redact=not args.no_redact, python=python)

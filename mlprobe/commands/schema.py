@@ -1,4 +1,4 @@
-"""`mlprobe schema [scan|plan|verify|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
+"""`mlprobe schema [scan|plan|verify|doctor|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json` (or of a report)")
-    p.add_argument("which", nargs="?", choices=("scan", "plan", "verify", "report", "recipe", "fleet"),
+    p.add_argument("which", nargs="?", choices=("scan", "plan", "verify", "doctor", "report", "recipe", "fleet"),
                    default="scan",
                    help="scan: `mlprobe scan --json` (default); plan: `mlprobe plan --json`; verify: "
-                        "`mlprobe verify --json`; report: `mlprobe report`; recipe: a recipe file; fleet: "
+                        "`mlprobe verify --json`; doctor: `mlprobe doctor --json`; report: `mlprobe report`; recipe: a recipe file; fleet: "
                         "`mlprobe fleet scan|merge`")
     p.set_defaults(func=run)
 
@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
         from ..verify.schema import VERIFY_SCHEMA
 
         doc = VERIFY_SCHEMA
+    elif args.which == "doctor":
+        from ..model.doctor import doctor_schema
+
+        doc = doctor_schema()
     elif args.which == "fleet":
         from ..fleet.document import fleet_schema
 

@@ -59,6 +59,8 @@ class ReportEnvelope(Record):
     scan: Mapping[str, Any]
     plan: Mapping[str, Any]
     verify: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
+    # `mlprobe doctor`'s findings (model/doctor.py DoctorResult), or {available: false, note}
+    doctor: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
     capture_bundle: Optional[CaptureBundle] = field(default=None, metadata=OPTIONAL_KEY)
     notes: Tuple[str, ...] = ()
 

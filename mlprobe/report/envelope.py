@@ -3,7 +3,7 @@ and the capture bundle (when asked), redacted as a whole by one Redactor. The st
 run by mlprobe.pipeline.build_report; nothing here scans, plans or verifies.
 
     {"report_version": 1, "kind": "mlprobe-report", "mlprobe_version": ..., "generated_at": ...,
-     "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?,
+     "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?, "doctor": {...}?,
      "capture_bundle": {"files": {name: {"text": ...} | {"base64": ...}}}?, "notes": [...]}
 
 `mlprobe scan --replay report.json` reads `capture_bundle` (mlprobe/scan/host.py), so a report made with
@@ -89,6 +89,7 @@ def assemble(
     options: ReportOptions = ReportOptions(),
     now: Optional[str] = None,
     env: Optional[Dict[str, str]] = None,
+    doctor: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The envelope around a scan, its plan and (when asked) verify results, redacted as a whole.
     Composing the stages is mlprobe.pipeline.build_report's job; this only wraps and redacts."""
@@ -103,18 +104,19 @@ def assemble(
         for name, data in files.items():
             redactor.learn(text_of(data)[0], mode_for(name))
         # secrets seen in the scan, plan or verify documents are replaced in the captures too
-        for section in (scan_report, plan, verify):
+        for section in (scan_report, plan, verify, doctor):
             if isinstance(section, dict):
                 redactor.learn(json.dumps(section, ensure_ascii=False), "json")
 
     notes: List[str] = []
-    for section in (plan, verify):
+    for section in (plan, verify, doctor):
         if isinstance(section, dict) and section.get("available") is False and section.get("note"):
             notes.append(str(section["note"]))
     # redacted in this order: a value's placeholder number is the order in which it is first met
     scan_doc = redactor.redact_obj(scan_report)
     plan_doc = redactor.redact_obj(plan)
     verify_doc = redactor.redact_obj(verify) if verify is not None else None
+    doctor_doc = redactor.redact_obj(doctor) if doctor is not None else None
     bundle = None
     if options.include_raw:
         bundle = CaptureBundle(redacted=redactor.enabled, files={
@@ -125,7 +127,7 @@ def assemble(
         report_version=REPORT_VERSION, kind=REPORT_KIND, mlprobe_version=__version__,
         generated_at=now or utc_now(),
         redactions=from_json(Redactions, redactor.summary(), "redactions"),  # counted after every replacement
-        scan=scan_doc, plan=plan_doc, verify=verify_doc, capture_bundle=bundle, notes=tuple(notes_doc))
+        scan=scan_doc, plan=plan_doc, verify=verify_doc, doctor=doctor_doc, capture_bundle=bundle, notes=tuple(notes_doc))
     return envelope.to_json()
 
 

@@ -264,6 +264,34 @@ def verify_lines(verify: Any) -> List[str]:
     return out
 
 
+def doctor_lines(doctor: Any) -> List[str]:
+    """`mlprobe doctor`'s verdict and findings as Markdown lines (blocking and warnings in full, the rest
+    named)."""
+    if not isinstance(doctor, dict):
+        return []
+    if doctor.get("available") is False:
+        return [_html_safe(str(doctor.get("note") or "doctor did not run"))]
+    lines = [f"**{_html_safe(str(doctor.get('summary') or ''))}**", ""]
+    infos = []
+    for f in doctor.get("findings") or []:
+        if not isinstance(f, dict):
+            continue
+        if f.get("severity") == "info":
+            infos.append(_html_safe(str(f.get("title"))))
+            continue
+        lines.append(f"- **{_html_safe(str(f.get('severity', '')).upper())}** {_html_safe(str(f.get('title')))} "
+                     f"(`{_html_safe(str(f.get('rule')))}`)")
+        for e in (f.get("evidence") or [])[:3]:
+            if isinstance(e, dict):
+                lines.append(f"  - evidence, `{_html_safe(str(e.get('capture')))}`: `{_html_safe(str(e.get('line')))[:300]}`")
+        fixes = [str(x) for x in f.get("fix") or []]
+        if fixes:
+            lines.append("  - fix: " + "; ".join(f"`{_html_safe(x)}`" for x in fixes))
+    if infos:
+        lines.append("- also: " + "; ".join(infos))
+    return lines
+
+
 def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
     scan = doc.get("scan") or {}
     raw_ov = scan.get("overrides")
@@ -388,7 +416,7 @@ class _Layout:
             "| --- | --- |",
         ]
         lines += [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in summary_rows(d)]
-        shown = {str((d.get(k) or {}).get("note")) for k in ("plan", "verify") if isinstance(d.get(k), dict)}
+        shown = {str((d.get(k) or {}).get("note")) for k in ("plan", "verify", "doctor") if isinstance(d.get(k), dict)}
         notes = [
             n
             for n in d.get("notes") or []
@@ -396,11 +424,15 @@ class _Layout:
         ]
         if notes:
             lines += [""] + [f"- {_html_safe(n)}" for n in notes]
+        doctor = doctor_lines(d.get("doctor"))
+        if doctor:
+            lines += ["", "#### Doctor", ""] + doctor
         return "\n".join(lines)
 
     def json_sections(self, compact: bool, drop: Sequence[str]) -> List[str]:
         out = []
-        for key, title in (("scan", "Scan (JSON)"), ("plan", "Plan (JSON)"), ("verify", "Verify (JSON)")):
+        for key, title in (("scan", "Scan (JSON)"), ("plan", "Plan (JSON)"), ("verify", "Verify (JSON)"),
+                           ("doctor", "Doctor (JSON)")):
             if key not in self.doc or key in drop:
                 continue
             data = self.doc[key]
@@ -465,8 +497,9 @@ def render_markdown(doc: Dict[str, Any], limit: int = GITHUB_COMMENT_LIMIT) -> s
     plans: List[Tuple[bool, Tuple[str, ...]]] = [
         (False, ()),
         (True, ()),
-        (True, ("plan", "verify")),
-        (True, ("plan", "verify", "scan")),
+        (True, ("doctor",)),
+        (True, ("doctor", "plan", "verify")),
+        (True, ("doctor", "plan", "verify", "scan")),
     ]
     text = ""
     for compact, drop in plans:

@@ -98,6 +98,20 @@ SPECS: Dict[str, CaptureSpec] = {
         ),
         CaptureSpec("dxdiag.txt", internal="dxdiag", systems=("Windows",), timeout=60.0),
         CaptureSpec("wsl-dxg.json", internal="wsl-dxg", systems=("Linux",)),
+        # What `mlprobe doctor` reads besides the scan: the GPU device nodes with their modes and
+        # groups (ls exits 2 when /dev/dri is missing and still lists /dev), who this user is, the
+        # container markers, the dynamic loader's cache, the OpenCL loader and ICD files.
+        CaptureSpec("ls-l-dev.txt", argv=("ls", "-l", "/dev", "/dev/dri"), systems=("Linux",),
+                    ok_codes=(0, 1, 2)),
+        CaptureSpec("id.txt", argv=("id",), systems=("Linux", "Darwin")),
+        CaptureSpec("dockerenv.txt", path="/.dockerenv", systems=("Linux",), max_bytes=64 * 1024),
+        CaptureSpec("run-containerenv.txt", path="/run/.containerenv", systems=("Linux",), max_bytes=64 * 1024),
+        CaptureSpec("proc-1-cgroup.txt", path="/proc/1/cgroup", systems=("Linux",), max_bytes=256 * 1024),
+        CaptureSpec("ldconfig-p.txt", argv=("ldconfig", "-p"), systems=("Linux",),
+                    alt_paths=("/sbin/ldconfig", "/usr/sbin/ldconfig")),
+        CaptureSpec("opencl-icd.json", internal="opencl-icd", systems=("Linux",), timeout=10.0),
+        # The frameworks' own device enumeration in the scanning Python (a child per framework).
+        CaptureSpec("framework-devices.json", internal="framework-devices", timeout=120.0),
         # lsusb exits 1 when it lists no device (no USB bus, e.g. in a VM): that is an answer, not a failure.
         CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
         CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
@@ -116,6 +130,8 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec("collect_env.txt", internal="never"),
         CaptureSpec("pip-list.txt", internal="never"),
         CaptureSpec("clinfo-l.txt", internal="never"),
+        # the device check's loader probe (mlprobe.verify.devicecheck.probe_loaders), as fixtures keep it
+        CaptureSpec("opencl-loaders.json", internal="never"),
         CaptureSpec("Win32_VideoController.txt", internal="never"),
     )
 }

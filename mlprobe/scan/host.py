@@ -48,6 +48,15 @@ ENV_VARS = (
     "CONDA_PREFIX",
     "WSL_DISTRO_NAME",
     "WSL_INTEROP",
+    # read by `mlprobe doctor`: the library search path, container and visibility settings
+    "LD_LIBRARY_PATH",
+    "GPU_DEVICE_ORDINAL",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "JAX_PLATFORMS",
+    "KUBERNETES_SERVICE_HOST",
+    "container",
+    "SYSTEM_VERSION_COMPAT",
 )
 OVERRIDE_PREFIX = "MLPROBE_OVERRIDE_"
 _SYSTEM = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}.get(
@@ -327,6 +336,12 @@ def _produce_cpuinfo(host: LiveHost, s: CaptureSpec) -> Capture:
     return live_cpuinfo(s)
 
 
+def _produce_opencl_icd(host: LiveHost, s: CaptureSpec) -> Capture:
+    from .live.opencl_icd import live_opencl_icd
+
+    return live_opencl_icd(s, host._env)
+
+
 _INTERNAL: Dict[str, Producer] = {
     "host": _produce_host,
     "kfd-topology": _produce_kfd,
@@ -336,7 +351,15 @@ _INTERNAL: Dict[str, Producer] = {
     "opencl": _produce_opencl,
     "frameworks": _produce_frameworks,
     "py-cpuinfo": _produce_cpuinfo,
+    "opencl-icd": _produce_opencl_icd,
 }
+
+
+def register_producer(internal: str, producer: Producer) -> None:
+    """A producer that lives above this layer (the frameworks' device enumeration runs the verify
+    payload): the command that wants the capture registers it before taking captures. Until then the
+    capture is absent on a live host, as a capture only bundles carry."""
+    _INTERNAL[internal] = producer
 
 
 # -- replay ------------------------------------------------------------------------------------
@@ -439,10 +462,12 @@ class ReplayHost:
 
     def _infer_system(self) -> Optional[str]:
         names = set(self.names())
-        # The KFD topology is Linux's; TheRock lists amd-smi as unsupported on Windows.
+        # The KFD topology is Linux's; TheRock lists amd-smi as unsupported on Windows; doctor's
+        # captures of /proc, /dev and the loader cache exist only on Linux.
         if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt",
                     "kfd-topology.txt", "amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json",
-                    "amd-smi-static.json"}:
+                    "amd-smi-static.json", "proc-version.txt", "ldconfig-p.txt", "ls-l-dev.txt",
+                    "proc-1-cgroup.txt"}:
             return "Linux"
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:

@@ -1,0 +1,258 @@
+"""What the doctor's checks read: the scan (as `scan --json` has it), the plan for it, the captures only
+doctor reads (parsed once, on first use), the frameworks' own enumeration, and where each fact came
+from, so that a finding can show the capture line behind it."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..model.doctor import Evidence
+from ..scan.capture import Host
+from . import parse as P
+
+# Where an installed framework's version can be read, in the frameworks probe's order.
+FRAMEWORK_CAPTURES = ("mlprobe-frameworks.json", "pip-list.txt", "collect_env.txt")
+# The WSL kernels: `5.15.153.1-microsoft-standard-WSL2` (WSL 2), `4.4.0-19041-Microsoft` (WSL 1).
+WSL_KERNEL = r"microsoft-standard|-Microsoft\b|WSL2|-microsoft"
+# Where a GPU's name shows, most specific first.
+GPU_CAPTURES = ("nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi.txt", "rocminfo.txt", "collect_env.txt",
+                "lspci.txt", "clinfo.txt", "Win32_VideoController.json", "dxdiag.txt",
+                "system_profiler-SPDisplaysDataType.txt")
+
+
+class DoctorContext:
+    """One doctor run's view of a machine (live or replayed)."""
+
+    def __init__(self, host: Host, report: Dict[str, Any], plan: Dict[str, Any],
+                 enumeration: Optional[P.Enumeration], python: Optional[str] = None,
+                 enumeration_note: Optional[str] = None) -> None:
+        self.host = host
+        self.report = report
+        self.plan = plan
+        self.enumeration = enumeration
+        self.python = python
+        self.enumeration_note = enumeration_note
+        self._texts: Dict[str, Optional[str]] = {}
+
+    # -- captures ------------------------------------------------------------------------------
+    def text(self, name: str) -> Optional[str]:
+        """A capture's text, or None when the capture is absent (or could not be read)."""
+        if name not in self._texts:
+            try:
+                cap = self.host.get(name)
+            except KeyError:
+                self._texts[name] = None
+            else:
+                self._texts[name] = P.clean(cap.text()) if cap.ok else None
+        return self._texts[name]
+
+    def has(self, name: str) -> bool:
+        return self.text(name) is not None
+
+    def line(self, name: str, pattern: str, flags: int = re.I) -> Optional[Evidence]:
+        text = self.text(name)
+        if text is None:
+            return None
+        hit = P.first_line(text, pattern, flags)
+        return Evidence(capture=name, line=hit) if hit else None
+
+    # -- environment ---------------------------------------------------------------------------
+    def env(self, name: str) -> Optional[str]:
+        return self.host.env(name)
+
+    def env_evidence(self, name: str) -> Evidence:
+        value = self.env(name)
+        if self.host.kind == "replay":
+            hit = P.json_line(self.text("host.json") or "", name)
+            if hit:
+                return Evidence(capture="host.json", line=hit)
+        return Evidence(capture="environment", line=f"{name}={value!r}" if value is not None else f"{name} unset")
+
+    # -- the machine -------------------------------------------------------------------------------
+    @property
+    def system(self) -> Optional[str]:
+        return (self.report.get("os") or {}).get("system")
+
+    def gpus(self, vendor: str) -> List[Dict[str, Any]]:
+        return [g for g in self.report.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+
+    def gpu_words(self, gpus: List[Dict[str, Any]]) -> str:
+        names = [str(g.get("name") or f"a {g.get('vendor')} GPU") for g in gpus]
+        return ", ".join(dict.fromkeys(names)) or "a GPU"
+
+    def gpu_evidence(self, gpu: Dict[str, Any]) -> Optional[Evidence]:
+        name = str(gpu.get("name") or "")
+        words = [w for w in re.split(r"\W+", name) if w and w.lower() not in ("nvidia", "amd", "radeon", "geforce")]
+        for cap in GPU_CAPTURES:
+            if words:
+                ev = self.line(cap, r".*".join(re.escape(w) for w in words[-2:]))
+                if ev:
+                    return ev
+        gfx = gpu.get("gfx_target")
+        if gfx:
+            return self.line("rocminfo.txt", rf"Name:\s+{re.escape(str(gfx))}\b")
+        return None
+
+    @cached_property
+    def wsl(self) -> Tuple[Optional[str], List[Evidence]]:
+        """("WSL2" | "WSL1" | None, the evidence)."""
+        ev: List[Evidence] = []
+        kind: Optional[str] = None
+        if self.system not in ("Linux", None):
+            return None, []
+        info = self.host.info()
+        rel = " ".join(str(info.get(k) or "") for k in ("release", "version"))
+        for cap, pat in (("proc-version.txt", WSL_KERNEL), ("uname.txt", WSL_KERNEL),
+                         ("collect_env.txt", r"^Python platform:.*(" + WSL_KERNEL + ")"),
+                         ("rocminfo.txt", r"^WSL environment detected")):
+            hit = self.line(cap, pat, 0)
+            if hit:
+                ev.append(hit)
+        if re.search(WSL_KERNEL, rel):
+            ev.append(Evidence(capture="host.json", line=P.json_line(self.text("host.json") or "", "release")
+                               or f"release {info.get('release')}"))
+        if self.env("WSL_DISTRO_NAME"):
+            ev.append(self.env_evidence("WSL_DISTRO_NAME"))
+        if self.has("wsl-dxg.json"):
+            ev.append(Evidence(capture="wsl-dxg.json", line=(self.text("wsl-dxg.json") or "").strip().splitlines()[0]
+                               if (self.text("wsl-dxg.json") or "").strip() else "(present)"))
+        if not ev:
+            return None, []
+        joined = " ".join(e.line for e in ev)
+        if re.search(r"WSL2|microsoft-standard|WSL environment detected|dev_dxg", joined):
+            kind = "WSL2"
+        elif re.search(r"-Microsoft\b", joined):
+            kind = "WSL1"
+        else:
+            kind = "WSL2" if self.has("wsl-dxg.json") else "WSL"
+        return kind, ev
+
+    @cached_property
+    def containers(self) -> List[Tuple[str, Evidence]]:
+        from ..model.knowledge import rows
+
+        out: List[Tuple[str, Evidence]] = []
+        for row in rows("doctor", "container_markers"):
+            if row.get("capture") and self.has(str(row["capture"])):
+                body = (self.text(str(row["capture"])) or "").strip().splitlines()
+                out.append((str(row["what"]), Evidence(capture=str(row["capture"]),
+                                                       line=body[0] if body else f"{row['marker']} exists (empty)")))
+            elif row.get("env") and self.env(str(row["env"])):
+                out.append((str(row["what"]), self.env_evidence(str(row["env"]))))
+            elif row.get("cgroup"):
+                hit = self.line("proc-1-cgroup.txt", rf"[/:.-]{re.escape(str(row['cgroup']))}")
+                if hit:
+                    out.append((str(row["what"]), hit))
+        seen, uniq = set(), []
+        for what, ev in out:
+            if ev.capture not in seen:
+                seen.add(ev.capture)
+                uniq.append((what, ev))
+        return uniq
+
+    def container_what(self) -> str:
+        kinds = [w for w, _ in self.containers]
+        specific = [k for k in kinds if k != "a container"]
+        return (specific or kinds or ["a container"])[0]
+
+    def engine(self) -> str:
+        what = self.container_what()
+        return "kubernetes" if "Kubernetes" in what else "podman" if "Podman" in what else "docker"
+
+    @cached_property
+    def dev_nodes(self) -> Optional[List[P.DevNode]]:
+        text = self.text("ls-l-dev.txt")
+        return P.parse_ls_l(text) if text is not None else None
+
+    def node(self, path: str) -> Optional[P.DevNode]:
+        return next((n for n in self.dev_nodes or [] if n.path == path), None)
+
+    def nodes(self, pattern: str) -> List[P.DevNode]:
+        rx = re.compile(pattern)
+        return [n for n in self.dev_nodes or [] if rx.fullmatch(n.path)]
+
+    def dev_listing_covers(self, folder: str) -> bool:
+        text = self.text("ls-l-dev.txt")
+        return text is not None and folder in P.listed_folders(text)
+
+    @cached_property
+    def identity(self) -> Optional[P.Identity]:
+        text = self.text("id.txt")
+        return P.parse_id(text) if text is not None else None
+
+    @cached_property
+    def ldconfig(self) -> Optional[Dict[str, List[Tuple[str, str]]]]:
+        text = self.text("ldconfig-p.txt")
+        return P.parse_ldconfig(text) if text is not None else None
+
+    @cached_property
+    def opencl(self) -> Optional[P.OpenClLoader]:
+        for name in ("opencl-icd.json", "opencl-loaders.json"):
+            text = self.text(name)
+            parsed = P.parse_opencl_icd(text) if text is not None else None
+            if parsed is not None:
+                self.opencl_capture = name
+                return parsed
+        return None
+
+    opencl_capture = "opencl-icd.json"
+
+    # -- frameworks ----------------------------------------------------------------------------------
+    @cached_property
+    def frameworks(self) -> Dict[str, Dict[str, Any]]:
+        return {str(f["name"]): f for f in self.report.get("frameworks") or []
+                if isinstance(f, dict) and f.get("name")}
+
+    def framework_evidence(self, name: str) -> Optional[Evidence]:
+        fw = self.frameworks.get(name) or {}
+        version = str(fw.get("version") or "")
+        if self.python is not None and self.enumeration is not None:
+            return Evidence(capture=self.enumeration.source, line=f"{name} {version}",
+                            note=f"asked in {self.python}")
+        for cap in FRAMEWORK_CAPTURES:
+            text = self.text(cap)
+            if text is None:
+                continue
+            if cap.endswith(".json"):
+                hit = P.json_line(text, "name", name)
+                ver = P.json_line(text, "version", version) if version else None
+                if hit and ver:
+                    return Evidence(capture=cap, line=f"{hit.rstrip(',')} ... {ver.rstrip(',')}")
+                continue
+            pat = rf"(^|[\s\[])(\[pip\d?\]\s+)?{re.escape(name)}(==|\s+){re.escape(version)}" if version else name
+            ev = self.line(cap, pat)
+            if ev is None and name == "torch" and cap == "collect_env.txt":
+                ev = self.line(cap, r"^PyTorch version:")
+            if ev:
+                return ev
+        return None
+
+    def seen(self, name: str) -> Optional[P.FrameworkDevices]:
+        if self.enumeration is None:
+            return None
+        return next((f for f in self.enumeration.frameworks if f.name == name), None)
+
+    # -- the plan --------------------------------------------------------------------------------
+    def best(self, framework: str, gpu_only: bool = True) -> Optional[Dict[str, Any]]:
+        for rec in self.plan.get("recommended") or []:
+            if rec.get("framework") == framework and (not gpu_only or rec.get("backend") not in ("cpu", None)):
+                return dict(rec)
+        return None
+
+    def install_line(self, framework: str) -> Optional[str]:
+        rec = self.best(framework)
+        if rec and rec.get("commands"):
+            return " && ".join(str(c) for c in rec["commands"])
+        return None
+
+    def installed(self, package: str) -> Optional[Dict[str, Any]]:
+        return next((f for f in self.plan.get("installed") or [] if f.get("package") == package), None)
+
+    @cached_property
+    def rules_ctx(self) -> Dict[str, Any]:
+        from ..plan.context import derive_facts
+        from ..recipes import knowledge
+
+        return derive_facts(self.report, knowledge())

@@ -1,0 +1,92 @@
+"""The frameworks' own device enumeration in a target interpreter, as the `framework-devices.json`
+capture (so that a bundle or a report replays what the frameworks saw).
+
+`enumerate_devices(python)` is the one function that asks: it runs the verify payload there, once to
+learn which frameworks import and once per framework in enumerate-only mode (import, list devices,
+stop: seconds, not a training run), each in a child with a time limit. The document it returns:
+
+    {"python": PATH, "python_version": "3.12.3", "method": "...",
+     "frameworks": [{"name": "torch", "version": "2.11.0+cu130", "info": {"cuda": "13.0", ...},
+                     "devices": [{"id": "cuda:0", "kind": "cuda", "name": "NVIDIA H200",
+                                  "compute_capability": "9.0", ...}, ...],
+                     "unavailable": [{"id": "cuda", "reason": "..."}], "error": null, "seconds": 1.9}]}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Mapping, Optional
+
+from ..scan.capture import Capture, CaptureSpec
+from ..verify.child import child_env, run_child
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "plaidml")
+METHOD = "the verify payload in enumerate-only mode (import the framework, list its devices, stop)"
+DEFAULT_TIMEOUT = 60.0
+
+
+def _one(python: str, name: str, timeout: float, env: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    t0 = time.monotonic()
+    cfg = {"framework": name, "quick": True, "enumerate_only": True}
+    extra = dict(env or {})
+    if name == "plaidml":
+        extra.setdefault("PLAIDML_EXPERIMENTAL", "1")
+    res = run_child(python, ["run", json.dumps(cfg)], env=child_env(extra), timeout=timeout, stall=timeout)
+    rec: Dict[str, Any] = {"name": name, "version": None, "info": {}, "devices": [], "unavailable": [],
+                           "error": None}
+    for ev in res.events:
+        kind = ev.get("event")
+        if kind == "hello":
+            rec["version"] = ev.get("version")
+            rec["info"] = ev.get("info") if isinstance(ev.get("info"), dict) else {}
+        elif kind == "devices":
+            rec["devices"] = [d for d in ev.get("devices") or [] if isinstance(d, dict)]
+            rec["unavailable"] = [u for u in ev.get("unavailable") or [] if isinstance(u, dict)]
+        elif kind == "fatal":
+            rec["error"] = f"{ev.get('stage') or 'run'}: {ev.get('error')}"
+    if not res.clean and rec["error"] is None:
+        last = res.last_error_line()
+        rec["error"] = f"the {name} process {res.how()}" + (f" ({last})" if last else "")
+    rec["seconds"] = round(time.monotonic() - t0, 3)
+    return rec
+
+
+def enumerate_devices(python: str, timeout: float = DEFAULT_TIMEOUT,
+                      env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """What each framework importable in `python` lists as its devices (see the module's docstring)."""
+    found = run_child(python, ["discover"], env=child_env(dict(env or {})), timeout=timeout, stall=timeout)
+    disc = next((e for e in found.events if e.get("event") == "discover"), None)
+    doc: Dict[str, Any] = {"python": python, "python_version": None, "method": METHOD, "frameworks": []}
+    if disc is None:
+        last = found.last_error_line()
+        doc["error"] = f"the interpreter {found.how()}" + (f": {last}" if last else "")
+        return doc
+    doc["python_version"] = disc.get("python")
+    listed = disc.get("frameworks")
+    fws: Dict[str, Any] = listed if isinstance(listed, dict) else {}
+    todo = [n for n in FRAMEWORKS if isinstance(fws.get(n), dict) and fws[n].get("importable") is True]
+    if todo:
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            doc["frameworks"] = list(pool.map(lambda n: _one(python, n, timeout, env), todo))
+    return doc
+
+
+def _produce(host: Any, s: CaptureSpec) -> Capture:
+    import sys
+
+    doc = enumerate_devices(sys.executable, timeout=min(s.timeout, DEFAULT_TIMEOUT))
+    return Capture(s.name, "ok", data=json.dumps(doc, indent=2, sort_keys=True).encode())
+
+
+def install_producer() -> None:
+    """Let a live host take `framework-devices.json` (for `mlprobe capture`, `report`, `doctor`)."""
+    from ..scan.host import register_producer
+
+    register_producer("framework-devices", _produce)
+
+
+__all__ = ["FRAMEWORKS", "enumerate_devices", "install_producer"]
+
+

@@ -1,0 +1,51 @@
+"""`mlprobe doctor` on a terminal: the verdict first, then each finding with its evidence, fix and
+source, then what the frameworks saw and which rules could not decide."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Optional, TextIO
+
+from ..model.doctor import DoctorResult
+
+_MARK = {"blocking": "BLOCKING", "warning": "WARNING ", "info": "info    "}
+
+
+def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[TextIO] = None) -> None:
+    from ..ui import safe_line
+
+    stream: Any = out or sys.stdout
+    lines: List[str] = []
+    where = result.source.get("bundle") if result.source.get("kind") == "replay" else "this machine"
+    lines.append(f"mlprobe doctor: {where}" + (f", Python {result.python}" if result.python else ""))
+    lines.append("")
+    for f in result.findings:
+        lines.append(f"{_MARK.get(f.severity, f.severity)}  {f.title}  [{f.rule}]")
+        if f.detail:
+            lines.append(f"    why: {f.detail}")
+        for e in f.evidence:
+            lines.append(f"    evidence ({e.capture}): {e.line}" + (f"  ({e.note})" if e.note else ""))
+        for i, fix in enumerate(f.fix):
+            lines.append(("    fix: " if i == 0 else "         ") + fix)
+        if verbose or f.severity == "blocking":
+            lines.append(f"    source: {f.source}")
+        lines.append("")
+    if result.frameworks:
+        lines.append("What the frameworks list (" + (result.enumeration or "") + "):")
+        for fw in result.frameworks:
+            shown = ", ".join(fw.devices) or "no device"
+            lines.append(f"    {fw.name} {fw.version or ''}: {shown}" + (f"; error: {fw.error}" if fw.error else ""))
+        lines.append("")
+    elif result.enumeration:
+        lines.append(f"The frameworks were not asked: {result.enumeration}")
+        lines.append("")
+    unknown = [r for r in result.rules if r.outcome == "unknown"]
+    if unknown and verbose:
+        lines.append("Could not decide:")
+        lines.extend(f"    {r.rule}: {r.why}" for r in unknown)
+        lines.append("")
+    checked = sum(1 for r in result.rules if r.outcome != "unknown")
+    lines.append(f"{result.summary}")
+    lines.append(f"({checked} of {len(result.rules)} checks decided"
+                 + (f"; {len(unknown)} lacked a capture, -v lists them" if unknown and not verbose else "") + ")")
+    stream.write("\n".join(safe_line(line) for line in lines) + "\n")
