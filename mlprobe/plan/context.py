@@ -123,6 +123,7 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
             "x86_64_level": _i(cpu.get("x86_64_level")),
             "vendor": _s(cpu.get("vendor")),
             "model": _s(cpu.get("model")),
+            "source": _s(cpu.get("source")),
         },
         "python": {"version": _s(py.get("version")), "machine": _s(py.get("machine"))},
         "gpus": gpus,
@@ -323,6 +324,12 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
     flags: Optional[List[str]] = list(cpu["flags"]) or None
     if flags is None and arch == "x86_64" and (cpu.get("x86_64_level") or 0) >= 3:
         flags = ["avx", "avx2"]  # x86-64-v3 implies AVX; v1/v2 say nothing about it
+    elif flags is None and arch == "x86_64" and cpu.get("model"):
+        # A CPU known by name only (dxdiag, WMI, a pasted brand string): its family may settle AVX.
+        from .predicates_hw import flags_from_family
+
+        flags, said = flags_from_family(str(cpu["model"]), _s(cpu.get("source")), kb)
+        inferred.append(said)
     target = _major_minor(python) or _major_minor(py.get("version"))  # --python wins
     metal = _metal(gpus, system, arch, cpu, inferred)
     dml = [g for g in gpus if "directml" in g.get("apis", [])]

@@ -142,3 +142,41 @@ def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[D
     if names:
         text += "; the maintained roads for this machine: " + "; ".join(names)
     return Outcome(True, warnings=[text])
+
+
+# --------------------------------------------------------------------------- CPUs known by name only
+
+
+def cpu_family(model: Optional[str], kb: Kb) -> Optional[Dict[str, Any]]:
+    """The cpu_families.json row whose pattern matches this model name (first match wins), or None."""
+    if not model:
+        return None
+    text = " ".join(str(model).split())
+    for r in _rows(kb, "cpu_families", "families"):
+        pattern = r.get("pattern")
+        if isinstance(pattern, str) and isinstance(r.get("avx"), bool) and isinstance(r.get("avx2"), bool):
+            try:
+                if re.search(pattern, text, re.I):
+                    return r
+            except re.error:
+                continue
+    return None
+
+
+def flags_from_family(model: Optional[str], source: Optional[str], kb: Kb) -> "tuple[Optional[List[str]], str]":
+    """For an x86-64 CPU whose capture names it but lists no flags: the flags its family settles (AVX,
+    and AVX2 with the FMA3 every AVX2 part in the table has) and the sentence the plan shows; (None,
+    sentence) when no family row matches, so AVX stays unknown and the plan says so."""
+    where = f" (from {source})" if source else ""
+    row = cpu_family(model, kb)
+    if row is None:
+        return None, (f"only the CPU's model name is known{where}: {model}; the capture lists no CPU flags and "
+                      "mlprobe's CPU-family table does not settle this model, so whether it has AVX is unknown: "
+                      "builds that need AVX (TensorFlow's x86 wheels, jaxlib) are not checked here; a scan on the "
+                      "machine itself reads the flags")
+    flags = ["avx", "avx2", "fma"] if row["avx2"] else (["avx"] if row["avx"] else [])
+    has = "AVX and AVX2" if row["avx2"] else ("AVX but not AVX2" if row["avx"] else "no AVX")
+    ref = ((kb.get("cpu_families") or {}).get("source_key") or {}).get(str(row.get("source")), {})
+    cite = str(ref.get("short") or row.get("source"))
+    return flags, (f"the capture lists no CPU flags; {model}{where} is {row['family']}, which has {has} "
+                   f"(knowledge/cpu_families.json, {cite})")
