@@ -129,7 +129,9 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
         "gpus": gpus,
         "runtimes": {
             "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
-                     "kernel_module": _s(cuda.get("kernel_module"))}
+                     "kernel_module": _s(cuda.get("kernel_module")),
+                     "jetson": {k: _s(v) for k, v in cuda["jetson"].items() if k in ("l4t", "jetpack", "soc", "module")}
+                     if isinstance(cuda.get("jetson"), dict) else None}
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
@@ -184,6 +186,10 @@ def _host(
     if arch is None and grace is not None:
         arch = "arm64"
         inferred.append(f"the CPU is taken to be arm64 ({grace.get('name')} sits on a Grace superchip)")
+    jetson = next((g for g in gpus if "jetson" in (g.get("sources") or [])), None)
+    if arch is None and jetson is not None:
+        arch = _implied(rules, "gpu_source", "cpu.arch", source_name="jetson") or "arm64"
+        inferred.append(f"the CPU is taken to be arm64 ({jetson.get('name')} is a Jetson board)")
     arm_gpu = sorted(vendors & {"apple", "arm", "qualcomm"})
     if arch is None and arm_gpu:
         arch = _implied(rules, "gpu_vendor", "cpu.arch", vendor=arm_gpu[0])
@@ -363,6 +369,7 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
         },
         "gpus": gpus,
         "nvidia": _nvidia(gpus, rt.get("cuda") or {}, kb),
+        "jetson": (rt.get("cuda") or {}).get("jetson"),
         "amd": _amd(gpus),
         "intel": {"count": len(intel), "gpus": intel},
         "apple": {"count": sum(1 for g in metal if g.get("vendor") == "apple")},
