@@ -123,12 +123,15 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
             "x86_64_level": _i(cpu.get("x86_64_level")),
             "vendor": _s(cpu.get("vendor")),
             "model": _s(cpu.get("model")),
+            "source": _s(cpu.get("source")),
         },
         "python": {"version": _s(py.get("version")), "machine": _s(py.get("machine"))},
         "gpus": gpus,
         "runtimes": {
             "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
-                     "kernel_module": _s(cuda.get("kernel_module"))}
+                     "kernel_module": _s(cuda.get("kernel_module")),
+                     "jetson": {k: _s(v) for k, v in cuda["jetson"].items() if k in ("l4t", "jetpack", "soc", "module")}
+                     if isinstance(cuda.get("jetson"), dict) else None}
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
@@ -183,6 +186,10 @@ def _host(
     if arch is None and grace is not None:
         arch = "arm64"
         inferred.append(f"the CPU is taken to be arm64 ({grace.get('name')} sits on a Grace superchip)")
+    jetson = next((g for g in gpus if "jetson" in (g.get("sources") or [])), None)
+    if arch is None and jetson is not None:
+        arch = _implied(rules, "gpu_source", "cpu.arch", source_name="jetson") or "arm64"
+        inferred.append(f"the CPU is taken to be arm64 ({jetson.get('name')} is a Jetson board)")
     arm_gpu = sorted(vendors & {"apple", "arm", "qualcomm"})
     if arch is None and arm_gpu:
         arch = _implied(rules, "gpu_vendor", "cpu.arch", vendor=arm_gpu[0])
@@ -323,6 +330,12 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
     flags: Optional[List[str]] = list(cpu["flags"]) or None
     if flags is None and arch == "x86_64" and (cpu.get("x86_64_level") or 0) >= 3:
         flags = ["avx", "avx2"]  # x86-64-v3 implies AVX; v1/v2 say nothing about it
+    elif flags is None and arch == "x86_64" and cpu.get("model"):
+        # A CPU known by name only (dxdiag, WMI, a pasted brand string): its family may settle AVX.
+        from .predicates_hw import flags_from_family
+
+        flags, said = flags_from_family(str(cpu["model"]), _s(cpu.get("source")), kb)
+        inferred.append(said)
     target = _major_minor(python) or _major_minor(py.get("version"))  # --python wins
     metal = _metal(gpus, system, arch, cpu, inferred)
     dml = [g for g in gpus if "directml" in g.get("apis", [])]
@@ -356,6 +369,7 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
         },
         "gpus": gpus,
         "nvidia": _nvidia(gpus, rt.get("cuda") or {}, kb),
+        "jetson": (rt.get("cuda") or {}).get("jetson"),
         "amd": _amd(gpus),
         "intel": {"count": len(intel), "gpus": intel},
         "apple": {"count": sum(1 for g in metal if g.get("vendor") == "apple")},

@@ -142,3 +142,91 @@ def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[D
     if names:
         text += "; the maintained roads for this machine: " + "; ".join(names)
     return Outcome(True, warnings=[text])
+
+
+# --------------------------------------------------------------------------- CPUs known by name only
+
+
+def cpu_family(model: Optional[str], kb: Kb) -> Optional[Dict[str, Any]]:
+    """The cpu_families.json row whose pattern matches this model name (first match wins), or None."""
+    if not model:
+        return None
+    text = " ".join(str(model).split())
+    for r in _rows(kb, "cpu_families", "families"):
+        pattern = r.get("pattern")
+        if isinstance(pattern, str) and isinstance(r.get("avx"), bool) and isinstance(r.get("avx2"), bool):
+            try:
+                if re.search(pattern, text, re.I):
+                    return r
+            except re.error:
+                continue
+    return None
+
+
+def flags_from_family(model: Optional[str], source: Optional[str], kb: Kb) -> "tuple[Optional[List[str]], str]":
+    """For an x86-64 CPU whose capture names it but lists no flags: the flags its family settles (AVX,
+    and AVX2 with the FMA3 every AVX2 part in the table has) and the sentence the plan shows; (None,
+    sentence) when no family row matches, so AVX stays unknown and the plan says so."""
+    where = f" (from {source})" if source else ""
+    row = cpu_family(model, kb)
+    if row is None:
+        return None, (f"only the CPU's model name is known{where}: {model}; the capture lists no CPU flags and "
+                      "mlprobe's CPU-family table does not settle this model, so whether it has AVX is unknown: "
+                      "builds that need AVX (TensorFlow's x86 wheels, jaxlib) are not checked here; a scan on the "
+                      "machine itself reads the flags")
+    flags = ["avx", "avx2", "fma"] if row["avx2"] else (["avx"] if row["avx"] else [])
+    has = "AVX and AVX2" if row["avx2"] else ("AVX but not AVX2" if row["avx"] else "no AVX")
+    ref = ((kb.get("cpu_families") or {}).get("source_key") or {}).get(str(row.get("source")), {})
+    cite = str(ref.get("short") or row.get("source"))
+    return flags, (f"the capture lists no CPU flags; {model}{where} is {row['family']}, which has {has} "
+                   f"(knowledge/cpu_families.json, {cite})")
+
+
+# --------------------------------------------------------------------------- Jetson / Tegra
+
+
+def _jetson_gpu(ctx: Ctx) -> Optional[Dict[str, Any]]:
+    return next((g for g in lookup(ctx, "gpus") or [] if "jetson" in (g.get("sources") or [])), None)
+
+
+@test("not_jetson_l4t_gpu")
+def _not_jetson_l4t_gpu(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """A Jetson's integrated GPU before Thor runs on L4T's own driver: the aarch64 CUDA wheels of PyTorch,
+    JAX and TensorFlow are SBSA (server Arm) builds and do not run there. Thor on JetPack 7 is SBSA."""
+    gpu = _jetson_gpu(ctx)
+    info = lookup(ctx, "jetson") or {}
+    if gpu is None or info.get("soc") == "tegra264":
+        return Outcome(True)
+    what = str(cond.get("what") or "these aarch64 CUDA wheels")
+    return Outcome(False, reasons=[
+        f"{gpu.get('name') or 'this Jetson'} is a Jetson integrated GPU on L4T's own driver: {what} are SBSA "
+        "(server Arm) builds and do not run on it; use the Jetson builds for its JetPack (PyTorch: torch-jetson)"])
+
+
+@test("jetson_wheels")
+def _jetson_wheels(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """This row of jetson.json `wheels` fits the board's JetPack and SoC; where no row can, say why
+    (no_wheels: JetPack 5's single wheel files, JetPack 4's end)."""
+    info = lookup(ctx, "jetson") or {}
+    if _jetson_gpu(ctx) is None:
+        return Outcome(False, reasons=["no NVIDIA Jetson board was found (/etc/nv_tegra_release, the device tree)"])
+    jetpack, soc = info.get("jetpack"), info.get("soc")
+    if not jetpack:
+        return Outcome(None, unknown=["the JetPack release is unknown (no /etc/nv_tegra_release in the capture); "
+                                      "NVIDIA's Jetson wheels are built per JetPack"])
+    major = str(jetpack).split(".")[0]
+    if row is not None and major == str(row.get("jetpack_major")) and (not soc or soc in (row.get("socs") or [])):
+        return Outcome(True, effects={"device_name": _jetson_gpu(ctx).get("name")})  # type: ignore[union-attr]
+    gone = next((r for r in _rows(kb, "jetson", "no_wheels") if str(r.get("jetpack_major")) == major), None)
+    if gone is not None:
+        return Outcome(False, reasons=[f"JetPack {jetpack}: {gone['text']}"])
+    return Outcome(False, reasons=[f"{row.get('label') if row else 'this build'} is for JetPack "
+                                   f"{row.get('jetpack_major') if row else '?'}, this board runs JetPack {jetpack}"])
+
+
+@test("jetson_wheels_board")
+def _jetson_wheels_board(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """The recipe's gate: a Jetson board is there."""
+    if _jetson_gpu(ctx) is None:
+        return Outcome(False, reasons=["no NVIDIA Jetson board was found (/etc/nv_tegra_release, the device tree)"])
+    return Outcome(True)

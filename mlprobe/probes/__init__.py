@@ -18,6 +18,7 @@ from ..model.facts import Contribution
 PROBES: List[Tuple[str, str]] = [
     ("opencl", "mlprobe.probes.opencl"),
     ("nvidia", "mlprobe.probes.nvidia"),
+    ("jetson", "mlprobe.probes.jetson"),
     ("rocm", "mlprobe.probes.rocm"),
     ("apple", "mlprobe.probes.apple"),
     ("windows", "mlprobe.probes.windows"),
@@ -33,7 +34,7 @@ PROBES: List[Tuple[str, str]] = [
 ]
 
 # GPU merge priority: earlier sources win a field.
-GPU_SOURCE_ORDER = ["nvidia", "rocm", "apple", "windows", "intel", "collect_env", "pci", "opencl"]
+GPU_SOURCE_ORDER = ["nvidia", "jetson", "rocm", "apple", "windows", "intel", "collect_env", "pci", "opencl"]
 
 ProbeFn = Callable[..., Contribution]
 

@@ -41,6 +41,8 @@ from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capt
 from .rocm import amd_device
 
 SOURCE = "windows"
+# The CPU probe's own sources: where a bundle has one, it names the CPU (with its flags).
+CPU_CAPTURES = ("proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt", "py-cpuinfo.json")
 MIB = 1024 * 1024
 WINDOWS_11_BUILD = 22000
 # Win32_VideoController.AdapterRAM is a uint32; Windows reports 0xFFF00000 (4 GiB - 1 MiB) for
@@ -146,8 +148,39 @@ def decode_windows_text(data: Optional[bytes]) -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            text = _legacy_code_page(data)
+            text = _named_code_page(data) or _legacy_code_page(data)
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_LANGUAGE_LINE = re.compile(rb"^\s*Language:\s*([^\r\n(]+(?:\([^)\r\n]*\))?)\s*(?:\(Regional Setting:\s*([^\r\n]+?)\))?\s*$",
+                            re.M)
+
+
+def code_pages_for(language: str) -> List[str]:
+    """The ANSI code page of a language as dxdiag names it (knowledge/windows_code_pages.json)."""
+    low = language.strip().lower()
+    return [str(r["code_page"]) for r in kb.rows("windows_code_pages", "languages")
+            if isinstance(r.get("match"), str) and low.startswith(r["match"].lower())][:1]
+
+
+def _named_code_page(data: bytes) -> Optional[str]:
+    """dxdiag says which language the machine runs (`Language: Korean (Regional Setting: Korean)`, in
+    ASCII whatever the code page): decode with that language's ANSI code page, then the regional
+    setting's. A charset detector guesses wrong on text that is mostly ASCII (a Chinese or Korean
+    dxdiag reads as cp1250 mojibake), so the machine's own word comes first."""
+    m = _LANGUAGE_LINE.search(data[:4096])
+    if not m:
+        return None
+    pages: List[str] = []
+    for part in (m.group(1), m.group(2)):
+        if part:
+            pages.extend(p for p in code_pages_for(part.decode("ascii", "replace")) if p not in pages)
+    for page in pages:
+        try:
+            return data.decode(page)
+        except (UnicodeDecodeError, LookupError):
+            continue
+    return None
 
 
 def _legacy_code_page(data: bytes) -> str:
@@ -350,10 +383,18 @@ def os_from_dxdiag(dx: DxDiag) -> Optional[OsFacts]:
         return None
     build = windows_build(line)
     distro = re.sub(r"\s*\(.*$", "", line).strip() or None
+    # "(10.0, Build 19045)"; Windows 7 says "(6.1, Build 7601)", Vista "(6.0, ...)", 8.1 "(6.3, ...)"
+    nt = re.search(r"\((\d+\.\d+),\s*Build\s+\d+", line)
+    kernel = nt.group(1) if nt else ("10.0" if build and build >= 10240 else None)
+    if kernel == "10.0" and build:
+        release: Optional[str] = "11" if build >= WINDOWS_11_BUILD else "10"
+    else:
+        named = re.search(r"\bWindows\s+(Vista|XP|7|8\.1|8|2000|Server \d{4}(?: R2)?)\b", line)
+        release = named.group(1) if named else None
     return OsFacts(
         system="Windows",
-        release=("11" if build >= WINDOWS_11_BUILD else "10") if build else None,
-        version=f"10.0.{build}" if build else None,
+        release=release,
+        version=f"{kernel}.{build}" if build and kernel else None,
         distro=distro,
         wsl=False,
         windows_build=build,
@@ -378,6 +419,74 @@ def cpu_from_dxdiag(dx: DxDiag) -> Optional[CpuFacts]:
     else:
         vendor, arch = None, None
     return CpuFacts(vendor=vendor, model=model, arch=arch, threads=threads, source="dxdiag.txt")
+
+
+# -- Win32_Processor -----------------------------------------------------------------------------------------
+
+# Win32_Processor.Architecture (Microsoft Learn, Win32_Processor class): 0 x86, 5 ARM, 9 x64, 12 ARM64
+_WMI_ARCH = {"0": "i686", "5": "arm", "9": "x86_64", "12": "aarch64"}
+_WMI_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "hygon", "CentaurHauls": "centaur",
+                "Qualcomm Technologies Inc": "qualcomm"}
+
+
+def _wmi_int(value: Any) -> Optional[int]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    text = str(value or "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def cpu_from_win32_processor(records: List[Dict[str, Any]]) -> CpuFacts:
+    """Win32_Processor records (one per socket) -> CpuFacts: the model and vendor, cores and threads
+    summed over the sockets. WMI lists no SIMD flags, so `flags` stays empty (the plan may settle AVX
+    from the CPU's family, knowledge/cpu_families.json)."""
+    named = [r for r in records if _na(str(r.get("Name") or ""))]
+    if not named:
+        raise ParseError("no Win32_Processor record with a Name")
+    first = named[0]
+    model = " ".join(str(first["Name"]).split())
+    maker = _na(str(first.get("Manufacturer") or "")) or None
+    vendor = _WMI_VENDORS.get(maker or "") or vendor_from_text(model) or (maker.split()[0].lower() if maker else None)
+    arch = _WMI_ARCH.get(str(first.get("Architecture") if first.get("Architecture") is not None else "").strip())
+    if arch is None and vendor in ("intel", "amd"):
+        arch = "x86_64" if str(first.get("AddressWidth") or "64").strip() == "64" else "i686"
+    cores = [_wmi_int(r.get("NumberOfCores")) for r in named]
+    threads = [_wmi_int(r.get("NumberOfLogicalProcessors")) for r in named]
+    return CpuFacts(
+        vendor=vendor, vendor_id=maker, model=model, arch=arch,
+        cores=sum(c for c in cores if c) if all(cores) else None,
+        threads=sum(t for t in threads if t) if all(threads) else None,
+        source="Win32_Processor",
+    )
+
+
+def parse_win32_processor_json(text: str) -> CpuFacts:
+    """PowerShell `Get-CimInstance Win32_Processor | ConvertTo-Json` (one object, or a list per socket)."""
+    text = clean_text(text).lstrip("\ufeff")
+    start = min([i for i in (text.find("["), text.find("{")) if i >= 0], default=-1)
+    if start < 0:
+        raise ParseError("no JSON object in the Win32_Processor capture")
+    try:
+        doc, _end = json.JSONDecoder().raw_decode(text[start:])
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"Win32_Processor JSON does not parse: {exc}") from None
+    return cpu_from_win32_processor(_records_from_json(doc))
+
+
+def parse_win32_processor_list(text: str) -> CpuFacts:
+    """`wmic cpu get /format:list` (Key=Value) or PowerShell's `Format-List` (Key : Value); a record
+    ends where a property name repeats (the next socket)."""
+    records: List[Dict[str, Any]] = [{}]
+    for line in clean_text(text.replace("\r\r\n", "\r\n")).split("\n"):
+        m = _LIST_KV.match(line.strip())
+        if not m:
+            continue
+        if m.group(1) in records[-1]:
+            records.append({})
+        records[-1][m.group(1)] = m.group(2).strip()
+    return cpu_from_win32_processor([r for r in records if r])
 
 
 # -- Win32_VideoController ---------------------------------------------------------------------------------
@@ -680,6 +789,12 @@ def probe(host: Host) -> Contribution:
     directx12 = bool(dx and re.search(r"DirectX 1[2-9]", dx.system.get("DirectX Version", "")))
     wsl = parse_capture(host, "wsl-dxg.json", parse_wsl_dxg, errors)
     if adapters is None and wsl is None:
+        if not live and not any(host.get(n).ok for n in CPU_CAPTURES):
+            wmi_cpu = first_parsed(host, (("Win32_Processor.json", parse_win32_processor_json),
+                                          ("Win32_Processor.txt", parse_win32_processor_list)), errors)
+            if wmi_cpu is not None:
+                out.cpu = wmi_cpu
+                return out
         return nothing_read(out, errors, "no dxdiag, Win32_VideoController or WSL GPU capture")
     gpus = [to_gpu_facts(a, build, directx12, from_dxdiag) for a in _expand(adapters or []) if is_gpu(a)]
     out.gpus = gpus
@@ -696,11 +811,14 @@ def probe(host: Host) -> Contribution:
             "cuda": any(n.startswith("libcuda.so") for n in wsl["wsl_lib"]),
         }
     if dx is not None and not host.get("host.json").ok:
-        # OS/CPU facts only where the bundle has nothing better (no host.json; the CPU probe has
-        # no Windows source in a replay; live scans read the CPU through py-cpuinfo).
+        # OS facts only where the bundle has nothing better (no host.json).
         out.os = os_from_dxdiag(dx)
-        if not live:
-            out.cpu = cpu_from_dxdiag(dx)
+    if not live and not any(host.get(n).ok for n in CPU_CAPTURES):
+        # The CPU by name, where the bundle has no CPU source of its own (live scans read it through
+        # py-cpuinfo): WMI's Win32_Processor (cores, threads), else dxdiag's Processor line.
+        wmi_cpu = first_parsed(host, (("Win32_Processor.json", parse_win32_processor_json),
+                                      ("Win32_Processor.txt", parse_win32_processor_list)), errors)
+        out.cpu = wmi_cpu or (cpu_from_dxdiag(dx) if dx is not None else None)
     if errors:
         out.warnings.extend(errors)
     return out
@@ -715,6 +833,8 @@ __all__ = [
     "parse_dxdiag",
     "parse_win32_json",
     "parse_win32_list",
+    "parse_win32_processor_json",
+    "parse_win32_processor_list",
     "parse_wsl_dxg",
     "probe",
     "to_gpu_facts",

@@ -126,6 +126,21 @@ SPECS: Dict[str, CaptureSpec] = {
                     alt_paths=("/opt/intel/oneapi/compiler/latest/bin/sycl-ls",)),
         CaptureSpec("xpu-smi-discovery.txt", argv=("xpu-smi", "discovery"), systems=("Linux", "Windows"),
                     timeout=20.0),
+        # -- CPUs known by name, and NVIDIA Jetson / Tegra boards (one block) --
+        # WMI's Win32_Processor: the CPU's name, vendor, cores and threads on Windows (no SIMD flags);
+        # the CPU probe reads py-cpuinfo live, so this is read from bundles where nothing else names the CPU.
+        CaptureSpec(
+            "Win32_Processor.json",
+            argv=_PS + ("Get-CimInstance Win32_Processor | Select-Object Name,Manufacturer,Caption,Architecture,"
+                        "AddressWidth,NumberOfCores,NumberOfLogicalProcessors | ConvertTo-Json",),
+            systems=("Windows",),
+            timeout=20.0,
+        ),
+        CaptureSpec("Win32_Processor.txt", internal="never"),  # `wmic cpu get /format:list`, pasted
+        # Jetson/Tegra (no nvidia-smi): the L4T release file and the device tree's board names.
+        CaptureSpec("nv_tegra_release.txt", path="/etc/nv_tegra_release", systems=("Linux",)),
+        CaptureSpec("device-tree-model.txt", path="/proc/device-tree/model", systems=("Linux",)),
+        CaptureSpec("device-tree-compatible.txt", path="/proc/device-tree/compatible", systems=("Linux",)),
         # Only ever read from bundles (users paste these into tickets):
         CaptureSpec("collect_env.txt", internal="never"),
         CaptureSpec("pip-list.txt", internal="never"),

@@ -467,12 +467,14 @@ class ReplayHost:
         if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt",
                     "kfd-topology.txt", "amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json",
                     "amd-smi-static.json", "proc-version.txt", "ldconfig-p.txt", "ls-l-dev.txt",
-                    "proc-1-cgroup.txt"}:
+                    "proc-1-cgroup.txt", "nv_tegra_release.txt", "device-tree-model.txt",
+                    "device-tree-compatible.txt"}:
             return "Linux"
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:
             return "Darwin"
-        if names & {"dxdiag.txt", "Win32_VideoController.json", "Win32_VideoController.txt"}:
+        if names & {"dxdiag.txt", "Win32_VideoController.json", "Win32_VideoController.txt", "Win32_Processor.json",
+                    "Win32_Processor.txt"}:
             return "Windows"
         return None
 
