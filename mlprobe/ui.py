@@ -99,20 +99,27 @@ def json_safe(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+def markup_safe(text: Any) -> str:
+    """`safe`, and rich's markup escaped: text that is shown as it is inside rich markup (a tag-like
+    `[/x]` is not a tag, a trailing backslash does not escape the tag that follows it)."""
+    out = safe(text)
+    if "[" in out or out.endswith("\\"):
+        from rich.markup import escape
+
+        out = escape(out)
+    return out
+
+
 def deep_safe(obj: Any, markup: bool = False) -> Any:
-    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree; with `markup`,
-    rich's markup characters are escaped too (for values printed inside rich markup)."""
+    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree, dict keys
+    included; with `markup`, rich's markup characters are escaped too (for values printed inside
+    rich markup)."""
     import dataclasses
 
     if isinstance(obj, str):
-        out = safe(obj)
-        if markup and "[" in out:
-            from rich.markup import escape
-
-            out = escape(out)
-        return out
+        return markup_safe(obj) if markup else safe(obj)
     if isinstance(obj, dict):
-        return {k: deep_safe(v, markup) for k, v in obj.items()}
+        return {deep_safe(k, markup) if isinstance(k, str) else k: deep_safe(v, markup) for k, v in obj.items()}
     if isinstance(obj, list):
         return [deep_safe(v, markup) for v in obj]
     if isinstance(obj, tuple):
