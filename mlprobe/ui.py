@@ -138,7 +138,9 @@ def display_path(path: Any) -> str:
     if isinstance(s, bytes):
         s = os.fsdecode(s)
     s = str(s)
-    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    # control characters and line breaks escaped too: a path in a message, a comment line or a node
+    # name stays on its line (a folder named "x\\nkey=value" adds no line anywhere)
+    return safe_line(s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def encodable(text: str) -> str:

@@ -43,11 +43,13 @@ def make_host(args: argparse.Namespace) -> Host:
 
             ui.note(f"{REPLAY_ENV} is set: reading the capture bundle {ui.display_path(replay)}, "
                     "not this machine")
+        from ..ui import display_path
+
         try:
             return open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
-                f"cannot replay {replay}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
+                f"cannot replay {display_path(replay)}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
                 why=str(exc),
                 next_step="pass a folder written by `mlprobe capture DIR`, a fixture folder, or a "
                           "report made with `mlprobe report --include-raw`"
