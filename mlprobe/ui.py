@@ -72,8 +72,10 @@ def progress_enabled() -> bool:
 
 
 # C0 and C1 control characters except tab and newline (ESC included: an escape sequence from a
-# capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal), the
+# Unicode line separators, and every bidirectional control (embeddings, overrides, isolates and the
+# marks LRM, RLM, ALM), which would reorder the text that follows them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: Any) -> str:

@@ -9,6 +9,8 @@ import statistics
 from html import escape
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..ui import safe
+
 NODE_ROWS = 200
 
 CSS = """
@@ -28,7 +30,9 @@ svg text{font:12px system-ui,sans-serif}
 
 
 def _e(v: Any) -> str:
-    return escape("" if v is None else str(v), quote=True)
+    """Text for the page: control characters and bidirectional controls written as visible escapes
+    (U+202E in a node name would reverse what follows it), then HTML-escaped."""
+    return escape(safe("" if v is None else str(v)), quote=True)
 
 
 def _plan(plan: Optional[Dict[str, Any]]) -> str:
