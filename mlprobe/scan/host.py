@@ -29,7 +29,7 @@ from .capture import (
     short,
     spec,
 )
-from .live.proc import run_argv
+from .live.proc import OutputCapped, run_argv
 
 # Environment variables that probes and rules read; captured into host.json so that a replay
 # sees the same ones. Values that look like secrets never appear here: these are all settings.
@@ -147,7 +147,12 @@ class LiveHost:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
         try:
-            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
+            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env), max_bytes=max_bytes)
+        except OutputCapped as capped:
+            # stopped at the cap: what a parser can read is in its head (the scan says it was cut)
+            return Capture(name, "ok", data=capped.stdout,
+                           error=f"{argv[0]} printed more than {max_bytes} bytes; it was stopped there and the "
+                                 f"first {max_bytes} bytes are read")
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:
