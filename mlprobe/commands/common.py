@@ -92,7 +92,9 @@ def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:
 
 def print_json(doc: Any, stream: Optional[Any] = None) -> None:
     out = stream or sys.stdout
-    out.write(json.dumps(doc, indent=2, sort_keys=False))
+    from ..model import jsondoc
+
+    out.write(jsondoc.dumps(doc, indent=2, sort_keys=False))
     out.write("\n")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import ui
+from ..model import jsondoc
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
 from .common import keep_seconds, seconds
 
@@ -96,8 +97,8 @@ INDENT_NODES = 500
 
 def fleet_json(doc: Dict[str, Any]) -> str:
     if len(doc["nodes"]) <= INDENT_NODES:
-        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return jsondoc.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return jsondoc.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _emit(doc: Dict[str, Any], args: argparse.Namespace) -> None:
@@ -171,9 +172,11 @@ def read_fleet(path: str) -> Dict[str, Any]:
     if len(data) > MAX_FLEET_BYTES:
         raise bad("larger than 1 GiB")
     try:
-        doc = json.loads(data)
+        doc = jsondoc.loads(data)
     except UnicodeDecodeError:
         raise bad("the bytes are not UTF-8 text") from None
+    except jsondoc.BadNumber as exc:
+        raise bad(ui.display_path(str(exc))) from None
     except json.JSONDecodeError as exc:
         raise bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:

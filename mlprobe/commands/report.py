@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .. import ui
+from ..model import jsondoc
 from ..errors import EXIT_USAGE, MlprobeError
 from .common import add_replay, host_source, make_host
 
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):
         doc = build_report(host, options, source=host_source(host, args))
-    text = render_markdown(doc) if fmt == "markdown" else ui.json_safe(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
+    text = render_markdown(doc) if fmt == "markdown" else ui.json_safe(jsondoc.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
     if args.no_redact:
         print(
             "WARNING: this report is NOT redacted (--no-redact): it may hold host and user names, "

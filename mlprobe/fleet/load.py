@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from ..errors import StageError
 from ..scan.capture import UnreadableFile, read_regular
+from ..model import jsondoc
 from ..model.validate import DocumentError, check_document
 from ..ui import display_path
 from .summary import summarize
@@ -68,9 +69,11 @@ def read_report(path: str) -> Dict[str, Any]:
     if not data.strip():
         raise ReportFileError(f"{shown}: the file is empty")
     try:
-        doc = json.loads(data)
+        doc = jsondoc.loads(data)
     except UnicodeDecodeError:
         raise ReportFileError(f"{shown}: not a report (the bytes are not UTF-8 text)") from None
+    except jsondoc.BadNumber as exc:
+        raise ReportFileError(f"{shown}: not a report mlprobe can read ({display_path(str(exc))})") from None
     except json.JSONDecodeError as exc:
         raise ReportFileError(f"{shown}: not a report (not JSON: {exc.msg} at line {exc.lineno} "
                               f"column {exc.colno})") from None

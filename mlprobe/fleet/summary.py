@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Dict, List, Optional
 
 
@@ -14,9 +15,13 @@ def _s(v: Any) -> Optional[str]:
 
 
 def _num(v: Any) -> Optional[float]:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int no float holds
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _dict(v: Any) -> Dict[str, Any]:

@@ -402,7 +402,9 @@ class ReplayHost:
         if data is None:
             return {}
         try:
-            doc = json.loads(decode(data))
+            from ..model import jsondoc
+
+            doc = jsondoc.loads(decode(data))
         except (ValueError, RecursionError) as exc:
             raise BundleError(f"host.json in {self.source} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
@@ -444,13 +446,16 @@ class ReplayHost:
 
 
 def _bundle_from_report(path: Path) -> Dict[str, bytes]:
+    from ..model import jsondoc
     from ..model.validate import MAX_DOCUMENT_BYTES
 
     try:
         raw = read_regular(path, MAX_DOCUMENT_BYTES + 1)
         if len(raw) > MAX_DOCUMENT_BYTES:
             raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
-        doc = json.loads(raw.decode("utf-8"))
+        doc = jsondoc.loads(raw.decode("utf-8"))
+    except jsondoc.BadNumber as exc:
+        raise BundleError(f"{path}: {exc}") from None
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
     from ..model.validate import DocumentError, check_capture_files, check_version
