@@ -140,3 +140,45 @@ def device(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"{text!r} is not a device: use one of {', '.join(DEVICE_KINDS)} (optionally with an index, "
         "e.g. cuda:1) or a PlaidML id such as llvm_cpu.0")
+
+
+def replay_inputs(args: argparse.Namespace) -> "list[str]":
+    """What a command that scans reads: the replayed report file, or every file of the bundle folder."""
+    replay, _via = replay_request(args)
+    if not replay:
+        return []
+    if os.path.isdir(replay):
+        try:
+            return [os.path.join(replay, n) for n in os.listdir(replay)]
+        except OSError:
+            return []
+    return [replay]
+
+
+def refuse_overwriting_an_input(output: Optional[str], inputs: "list[str]", option: str = "-o") -> None:
+    """Refuse an output file that is one of the command's inputs (the same file by any path: a link,
+    `./x`, a hard link), before anything is read: writing it would replace what is being read."""
+    if not output:
+        return
+    from ..ui import display_path
+
+    try:
+        out = os.stat(output)
+    except OSError:
+        return  # a file still to be made is no input
+    import stat
+
+    if not stat.S_ISREG(out.st_mode):
+        return  # /dev/null, /dev/stdout, a FIFO: written through, nothing is replaced
+    for path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            same = "" if os.path.abspath(path) == os.path.abspath(output) else f" (as {display_path(path)})"
+            raise MlprobeError(
+                f"{option} {display_path(output)} is also an input of this command{same}",
+                why="writing the output there would replace the file being read",
+                next_step=f"pass {option} a new file (or another existing one that is no input)",
+                ref="E005", exit_code=EXIT_USAGE)

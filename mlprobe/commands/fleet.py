@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 from .. import ui
 from ..model import jsondoc
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
-from .common import keep_seconds, seconds
+from .common import keep_seconds, refuse_overwriting_an_input, seconds
 
 # A fleet report with every node's full report embedded can be large; anything beyond this is not one.
 MAX_FLEET_BYTES = 1024 * 1024 * 1024
@@ -136,9 +136,12 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
+    from ..fleet.load import expand_inputs
     from ..fleet.merge import merge_reports
 
     _check_output(args.output)
+    if args.output:
+        refuse_overwriting_an_input(args.output, expand_inputs(args.files))
 
     def progress(done: int, total: int) -> None:
         ui.debug(f"read {done}/{total} reports")
@@ -198,6 +201,7 @@ def read_fleet(path: str) -> Dict[str, Any]:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    refuse_overwriting_an_input(args.html, [args.file], "--html")
     doc = read_fleet(args.file)
     if args.html:
         from ..fleet.html import render_html

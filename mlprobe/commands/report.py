@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import ui
 from ..model import jsondoc
 from ..errors import EXIT_USAGE, MlprobeError
-from .common import add_replay, host_source, make_host
+from .common import add_replay, host_source, make_host, refuse_overwriting_an_input, replay_inputs
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         _check_output(Path(args.output))
+        refuse_overwriting_an_input(args.output, replay_inputs(args))
     python = None
     if args.python:
         if args.replay:
