@@ -46,7 +46,7 @@ def make_host(args: argparse.Namespace) -> Host:
         from ..ui import display_path
 
         try:
-            return open_replay(replay)
+            host = open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
                 f"cannot replay {display_path(replay)}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
@@ -56,7 +56,25 @@ def make_host(args: argparse.Namespace) -> Host:
                           + (f"; or unset {REPLAY_ENV} to scan this machine" if via == REPLAY_ENV else ""),
                 ref="E101", exit_code=EXIT_USAGE,
             ) from None
+        _environment_overrides(host)
+        return host
     return shared_live_host()
+
+
+def _environment_overrides(host: Any) -> None:
+    """MLPROBE_OVERRIDE_* set where mlprobe runs apply to a replayed bundle as to a live scan (over the
+    bundle's own value of the same fact), and stderr says so: a replay never ignores one silently."""
+    from .. import ui
+    from ..scan.host import OVERRIDE_PREFIX
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(OVERRIDE_PREFIX)}
+    if not env:
+        return
+    own = host.bundle_overrides()
+    host.extra_overrides = env
+    for k, v in sorted(env.items()):
+        over = f" (over the bundle's own {ui.safe_line(own[k])})" if k in own and own[k] != v else ""
+        ui.note(f"{ui.safe_line(k)}={ui.safe_line(v)} from the environment applies to the replayed bundle{over}")
 
 
 def scan_host(host: Host) -> Any:

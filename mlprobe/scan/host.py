@@ -354,6 +354,9 @@ class ReplayHost:
         else:
             raise BundleError(f"{self.source} does not exist")
         self._host_json = self._load_host_json()
+        # MLPROBE_OVERRIDE_* of the environment mlprobe runs in, applied over the bundle's own (the
+        # command layer sets them, as a live scan reads them from the environment)
+        self.extra_overrides: Dict[str, str] = {}
 
     def names(self) -> list[str]:
         """The capture names present: every entry of the folder that is there at all (a symlink or a
@@ -423,9 +426,13 @@ class ReplayHost:
 
     def env_overrides(self) -> Dict[str, str]:
         env = self._host_json.get("env")
-        if not isinstance(env, dict):
-            return {}
-        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)}
+        own = {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)} if isinstance(env, dict) else {}
+        return {**own, **self.extra_overrides}
+
+    def bundle_overrides(self) -> Dict[str, str]:
+        """The overrides the bundle itself carries (host.json `env`), without the environment's."""
+        env = self._host_json.get("env")
+        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)} if isinstance(env, dict) else {}
 
     def info(self) -> Dict[str, Any]:
         info = dict(self._host_json)
