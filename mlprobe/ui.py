@@ -75,7 +75,8 @@ def progress_enabled() -> bool:
 # capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal), the
 # Unicode line separators, and every bidirectional control (embeddings, overrides, isolates and the
 # marks LRM, RLM, ALM), which would reorder the text that follows them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: Any) -> str:
@@ -121,7 +122,8 @@ def deep_safe(obj: Any, markup: bool = False) -> Any:
     if isinstance(obj, str):
         return markup_safe(obj) if markup else safe(obj)
     if isinstance(obj, dict):
-        return {deep_safe(k, markup) if isinstance(k, str) else k: deep_safe(v, markup) for k, v in obj.items()}
+        return {deep_safe(k, markup) if isinstance(k, str) else k: deep_safe(v, markup)
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [deep_safe(v, markup) for v in obj]
     if isinstance(obj, tuple):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any, Dict, Optional
@@ -49,7 +48,8 @@ def make_host(args: argparse.Namespace) -> Host:
             host = open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
-                f"cannot replay {display_path(replay)}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
+                f"cannot replay {display_path(replay)}"
+                + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
                 why=str(exc),
                 next_step="pass a folder written by `mlprobe capture DIR`, a fixture folder, or a "
                           "report made with `mlprobe report --include-raw`"
@@ -74,7 +74,8 @@ def _environment_overrides(host: Any) -> None:
     host.extra_overrides = env
     for k, v in sorted(env.items()):
         over = f" (over the bundle's own {ui.safe_line(own[k])})" if k in own and own[k] != v else ""
-        ui.note(f"{ui.safe_line(k)}={ui.safe_line(v)} from the environment applies to the replayed bundle{over}")
+        ui.note(f"{ui.safe_line(k)}={ui.safe_line(v)} from the environment applies to the replayed "
+                f"bundle{over}")
 
 
 def scan_host(host: Host) -> Any:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import ui
-from ..model import jsondoc
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
+from ..model import jsondoc
 from .common import keep_seconds, refuse_overwriting_an_input, seconds
 
 # A fleet report with every node's full report embedded can be large; anything beyond this is not one.

@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..ui import safe
 
 NODE_ROWS = 200
-CONTESTED = ' <span class="badge bad" title="a tie: no value has more than half of the group">contested</span>'
+CONTESTED = (' <span class="badge bad" title="a tie: no value has more than half of the group">'
+             'contested</span>')
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1d1d1f;background:#fff}

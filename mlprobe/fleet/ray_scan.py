@@ -314,7 +314,8 @@ def accept(result: Any) -> Tuple[Optional[Dict[str, Any]], str]:
     except (DocumentError, ValueError) as exc:
         return None, _first_line(f"the node's report is not one mlprobe can read: {exc}")
     except (RecursionError, TypeError, KeyError, AttributeError, OverflowError) as exc:
-        return None, _first_line(f"the node's report is not one mlprobe can read ({type(exc).__name__}: {exc})")
+        return None, _first_line(f"the node's report is not one mlprobe can read "
+                                 f"({type(exc).__name__}: {exc})")
 
 
 def _where(result: Optional[Dict[str, Any]]) -> str:

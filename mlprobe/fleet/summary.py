@@ -9,7 +9,6 @@ import json
 import math
 from typing import Any, Dict, List, Optional
 
-
 # What one node may put into the fleet report: a report's text and lists are cut to these, so that a
 # node with a 60 MiB GPU name or 300,000 framework entries costs the fleet a few kB like any other
 # (the summary says what was cut, under `capped`).
@@ -77,7 +76,8 @@ def framework_build(f: Dict[str, Any]) -> Optional[str]:
 def _plan_choice(plan: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
     """Per framework: the recipe the plan puts first and what installing it takes."""
     top = _dict(plan.get("top"))
-    by_recipe = {r.get("recipe"): r for r in _capped(plan.get("recommended"), MAX_ITEMS * 4, "plan.recommended", notes)
+    recommended = _capped(plan.get("recommended"), MAX_ITEMS * 4, "plan.recommended", notes)
+    by_recipe = {r.get("recipe"): r for r in recommended
                  if isinstance(r, dict) and isinstance(r.get("recipe"), str)}
     out: Dict[str, Any] = {}
     items = sorted((k, v) for k, v in top.items() if isinstance(k, str))
@@ -100,7 +100,8 @@ def _plan_choice(plan: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
             "index_url": _s(r.get("index_url")),
             "packages": [_s(p) for p in _capped(r.get("packages"), MAX_ITEMS, f"plan packages of {fw}", notes)
                          if isinstance(p, str) and p],
-            "env": {_s(k) or "?": _s(v) or "" for k, v in env_items[:MAX_ITEMS] if isinstance(k, str) and isinstance(v, str)},
+            "env": {_s(k) or "?": _s(v) or "" for k, v in env_items[:MAX_ITEMS]
+                    if isinstance(k, str) and isinstance(v, str)},
         }
     return out
 
@@ -189,7 +190,8 @@ def _strings_seen(doc: Dict[str, Any]) -> List[Any]:
     out: List[Any] = [cpu.get(k) for k in ("vendor", "model", "arch")]
     for g in _list(scan.get("gpus"))[:MAX_GPUS]:
         if isinstance(g, dict):
-            out += [g.get(k) for k in ("vendor", "name", "compute_capability", "gfx_target", "driver_version")]
+            out += [g.get(k) for k in ("vendor", "name", "compute_capability", "gfx_target",
+                                       "driver_version")]
     for f in _list(scan.get("frameworks"))[:MAX_FRAMEWORKS]:
         if isinstance(f, dict):
             out += [f.get(k) for k in ("name", "version", "flavour")]

@@ -40,7 +40,9 @@ def _int(s: str) -> Any:
     if len(s) > 21:
         return _Bad(s, f"larger than any value a document holds (more than {MAX_INT.bit_length() - 1} bits)")
     v = int(s)
-    return v if -MAX_INT < v < MAX_INT else _Bad(s, "larger than any value a document holds (more than 64 bits)")
+    if -MAX_INT < v < MAX_INT:
+        return v
+    return _Bad(s, "larger than any value a document holds (more than 64 bits)")
 
 
 def _float(s: str) -> Any:

@@ -113,8 +113,8 @@ def install_details(
     version_key = (recipe.get("variants") or {}).get("version_key")
     version = str(row.get(version_key)) if row and version_key and row.get(version_key) else None
     windows = ctx["os"].get("system") == "Windows" and not ctx["os"].get("wsl")
-    commands = _commands(packages, index, index_url, bases.get(idx["id"], {}) if idx else {}, steps, files, env,
-                         windows)
+    base = bases.get(idx["id"], {}) if idx else {}
+    commands = _commands(packages, index, index_url, base, steps, files, env, windows)
     verify = _render(recipe.get("verify") or {}, ctx, row, eff)
     return {
         "index": index,

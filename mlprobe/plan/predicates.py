@@ -463,8 +463,8 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     )
     for c in left_out:
         out.warnings.append(
-            f"the device {c[3]!r} is left out: its PlaidML id {c[1]!r} holds characters no PlaidML device id is "
-            f"made of ({PLAIDML_ID_ALPHABET}); if it is real, choose it with plaidml-setup"
+            f"the device {c[3]!r} is left out: its PlaidML id {c[1]!r} holds characters no PlaidML "
+            f"device id is made of ({PLAIDML_ID_ALPHABET}); if it is real, choose it with plaidml-setup"
         )
     if did == "llvm_cpu.0":
         if lookup(ctx, "opencl.known") is False and lookup(ctx, "gpus"):

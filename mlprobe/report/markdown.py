@@ -394,8 +394,8 @@ class _Layout:
         lines = [
             "### mlprobe report",
             "",
-            f"mlprobe {md_text(d.get('mlprobe_version', '?'))} · report v{md_text(d.get('report_version', '?'))} · "
-            f"{md_text(d.get('generated_at', '?'))}",
+            f"mlprobe {md_text(d.get('mlprobe_version', '?'))} · "
+            f"report v{md_text(d.get('report_version', '?'))} · {md_text(d.get('generated_at', '?'))}",
             "",
             _redaction_line(d),
             "",

@@ -150,7 +150,9 @@ TOKEN_PREFIXES = tuple(("hf_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- xox AKIA A
 # The userinfo of a URL runs to its last '@' before the host (as urllib and pip read it), so a password
 # with an '@' in it is taken whole (`user:pass@word@host`); a user alone is a credential too (a token
 # given as the user name: `https://TOKEN@host`, `https://oauth2accesstoken@host`).
-URL_CRED = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s?#@]+(?:@[^/\s?#@]+)*)@(?=[^/\s?#@]*(?:[/?#\s\"'<>]|$))")
+URL_CRED = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s?#@]+(?:@[^/\s?#@]+)*)@(?=[^/\s?#@]*(?:[/?#\s\"'<>]|$))"
+)
 # User names in URLs that are a convention, not a credential (`git+ssh://git@github.com/...`).
 URL_USERS_NOT_SECRET = frozenset(("git", "anonymous", "ftp", "hg", "svn"))
 # Connection strings and signed URLs: Azure storage and Service Bus keys, shared access signatures.
@@ -163,7 +165,8 @@ _ARG_VALUE = r"(?:(?P<q>[\"'])(?P<qv>[^\"'\r\n]{1,400})(?P=q)|(?P<v>[^\s\"']{1,4
 CLI_SECRETS = [
     re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlsh|mysqlpump|"
                rf"mariadb(?:-dump|-admin|-import|-check)?)\b[^\n]*?[ \t](?-i:-p){_ARG_VALUE}"),
-    re.compile(r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|singularity|apptainer)\b"
+    re.compile(r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|singularity|"
+               r"apptainer)\b"
                rf"[^\n]*?\blogin\b[^\n]*?[ \t](?:(?-i:-p)|--password)(?:[ \t]+|=){_ARG_VALUE}"),
     re.compile(rf"(?i)\bsshpass\b[^\n]*?[ \t](?-i:-p)[ \t]*{_ARG_VALUE}"),
     re.compile(r"(?i)\bcurl\b[^\n]*?[ \t](?:(?-i:-u)|--user)(?:[ \t]+|=)[\"']?[^\s:\"'@/]{1,64}:"

@@ -533,7 +533,8 @@ class Redactor:
                 continue
             key = m.group("key").lower()
             hint = (
-                "machine-id" if re.search(r"machine|hardware|platform|provisioning|kern\.|instance|vm|wwn", key)
+                "machine-id"
+                if re.search(r"machine|hardware|platform|provisioning|kern\.|instance|vm|wwn", key)
                 else "serial"
             )
             s, e = m.start("v"), m.end("v")

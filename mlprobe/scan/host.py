@@ -147,12 +147,13 @@ class LiveHost:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
         try:
-            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env), max_bytes=max_bytes)
+            returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env),
+                                                  max_bytes=max_bytes)
         except OutputCapped as capped:
             # stopped at the cap: what a parser can read is in its head (the scan says it was cut)
             return Capture(name, "ok", data=capped.stdout,
-                           error=f"{argv[0]} printed more than {max_bytes} bytes; it was stopped there and the "
-                                 f"first {max_bytes} bytes are read")
+                           error=f"{argv[0]} printed more than {max_bytes} bytes; it was stopped there "
+                                 f"and the first {max_bytes} bytes are read")
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:
@@ -425,14 +426,14 @@ class ReplayHost:
         return None
 
     def env_overrides(self) -> Dict[str, str]:
-        env = self._host_json.get("env")
-        own = {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)} if isinstance(env, dict) else {}
-        return {**own, **self.extra_overrides}
+        return {**self.bundle_overrides(), **self.extra_overrides}
 
     def bundle_overrides(self) -> Dict[str, str]:
         """The overrides the bundle itself carries (host.json `env`), without the environment's."""
         env = self._host_json.get("env")
-        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)} if isinstance(env, dict) else {}
+        if not isinstance(env, dict):
+            return {}
+        return {k: str(v) for k, v in env.items() if k.startswith(OVERRIDE_PREFIX)}
 
     def info(self) -> Dict[str, Any]:
         info = dict(self._host_json)

@@ -186,7 +186,8 @@ def run_child(
             break
         if line == _OVERFLOW:
             _kill_tree(proc)
-            res.ended, res.detail = "overflow", f"more than {MAX_OTHER_OUTPUT >> 20} MiB of output that is not verify's"
+            res.ended = "overflow"
+            res.detail = f"more than {MAX_OTHER_OUTPUT >> 20} MiB of output that is not verify's"
             break
         last = time.monotonic()
         if not line.startswith(MARK):
