@@ -18,12 +18,19 @@ class LibraryError(Exception):
     MlprobeError a person sees: reference, why, next step and exit code."""
 
 
+def _one_line(text: str) -> str:
+    """A part of an error on its own line: a line break inside it (from a path or a tool's output) is
+    written as `\\n`, so nothing it carries can start a line that reads as another error or step."""
+    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r") \
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def render_error(ref: str, what: str, why: Optional[str], next_step: Optional[str]) -> str:
-    lines = [f"error [{ref}]: {what}"]
+    lines = [f"error [{ref}]: {_one_line(what)}"]
     if why:
-        lines.append(f"  why: {why}")
+        lines.append(f"  why: {_one_line(why)}")
     if next_step:
-        lines.append(f"  next: {next_step}")
+        lines.append(f"  next: {_one_line(next_step)}")
     return "\n".join(lines)
 
 

@@ -72,8 +72,11 @@ def progress_enabled() -> bool:
 
 
 # C0 and C1 control characters except tab and newline (ESC included: an escape sequence from a
-# capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# capture is shown as text, e.g. `\x1b[31m`, so it can neither colour nor move the terminal), the
+# Unicode line separators, and every bidirectional control (embeddings, overrides, isolates and the
+# marks LRM, RLM, ALM), which would reorder the text that follows them.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: Any) -> str:
@@ -99,20 +102,28 @@ def json_safe(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
+def markup_safe(text: Any) -> str:
+    """`safe`, and rich's markup escaped: text that is shown as it is inside rich markup (a tag-like
+    `[/x]` is not a tag, a trailing backslash does not escape the tag that follows it)."""
+    out = safe(text)
+    if "[" in out or out.endswith("\\"):
+        from rich.markup import escape
+
+        out = escape(out)
+    return out
+
+
 def deep_safe(obj: Any, markup: bool = False) -> Any:
-    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree; with `markup`,
-    rich's markup characters are escaped too (for values printed inside rich markup)."""
+    """`safe` over every string of a JSON-like value or a (frozen) dataclass tree, dict keys
+    included; with `markup`, rich's markup characters are escaped too (for values printed inside
+    rich markup)."""
     import dataclasses
 
     if isinstance(obj, str):
-        out = safe(obj)
-        if markup and "[" in out:
-            from rich.markup import escape
-
-            out = escape(out)
-        return out
+        return markup_safe(obj) if markup else safe(obj)
     if isinstance(obj, dict):
-        return {k: deep_safe(v, markup) for k, v in obj.items()}
+        return {deep_safe(k, markup) if isinstance(k, str) else k: deep_safe(v, markup)
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [deep_safe(v, markup) for v in obj]
     if isinstance(obj, tuple):
@@ -131,7 +142,9 @@ def display_path(path: Any) -> str:
     if isinstance(s, bytes):
         s = os.fsdecode(s)
     s = str(s)
-    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    # control characters and line breaks escaped too: a path in a message, a comment line or a node
+    # name stays on its line (a folder named "x\\nkey=value" adds no line anywhere)
+    return safe_line(s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def encodable(text: str) -> str:

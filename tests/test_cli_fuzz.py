@@ -1,7 +1,9 @@
 """The command line under fuzzing: argument vectors (every subcommand, its flags, nonsense values,
-paths to odd files, replay bundles including hostile ones) and environment values (MLPROBE_OVERRIDE_*,
+paths to odd files, replay bundles including hostile ones; reports and fleet reports with hostile dict
+keys, numbers no document holds and markup in facts) and environment values (MLPROBE_OVERRIDE_*,
 PYTHONIOENCODING, MLPROBE_PYTORCH_INDEX_URL, COLUMNS, NO_COLOR, TERM). Whatever comes in: no
-traceback, and an exit status of 0, 1, 2, 3 or 130 only; with --json, stdout is one JSON document.
+traceback, and an exit status of 0, 1, 2, 3 or 130 only; with --json, stdout is one JSON document;
+nothing from the data reaches the terminal as an escape sequence or a hyperlink.
 
 Most examples run in this process (main(argv) with captured streams, the streams' encoding standing
 in for PYTHONIOENCODING); a few run as real subprocesses. Nothing here reaches the network or changes
@@ -34,6 +36,14 @@ DEAD_INDEX = "http://127.0.0.1:9/simple/"  # nothing listens on the discard port
 GOOD = [FIXTURES / n for n in ("linux-nvidia-h100-smi", "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo",
                                "linux-nogpu-amd-epyc-zen5-mlprobe-capture", "darwin-apple-m4-max-sysctl",
                                "synthetic-windows-secrets", "linux-nvidia-h100-torch-collect-env")]
+
+# Dict keys and facts that are markup or escapes for a terminal, Markdown or HTML.
+HOSTILE_TEXT = ["\x1b[2J\x1b[31mred", "[/bogus]", "[link=https://evil.example/]k[/link]",
+                "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\", "![x](https://evil.example/p.png)",
+                "\u202e(1/2)", "a\nb\rc", "trailing\\", "<img src=x>", "x' $(touch pwned) `touch pwned`"]
+# Numbers no document holds, as they appear in a file.
+HUGE_NUMBERS = ["1e999", "-1e999", "1" * 5000, "1" + "0" * 400, "NaN", "Infinity", "-Infinity", str(2 ** 64)]
+MARKUP_GPU = "NVIDIA H100 [/x] [link=https://evil.example/]y[/link] ![i](https://evil.example/p.png) \u202e"
 
 NONSENSE = ["", " ", "-1", "0", "nan", "inf", "1e309", "1e300", "-0", "banana", "3.", "99.99", "\u00e9\u00e8",
             "\x1b[31mred", "a\nb", "--", "-", "x" * 5000, "../../etc/passwd", "\u202etxt.exe", "%s%n",
@@ -122,6 +132,9 @@ class Arena:
                                                              "python": {"version": 3.1}, "release": None})})
         bundle("host-deep", {"host.json": "[" * 50_000})
         bundle("empty-files", {n: "" for n in ("lspci.txt", "host.json", "nvidia-smi-q-x.xml")}, like=None)
+        bundle("markup-gpu", {n: (GOOD[0] / n).read_text(encoding="utf-8").replace("NVIDIA H100", MARKUP_GPU)
+                              for n in ("nvidia-smi.txt", "nvidia-smi-q.txt")})
+        bundle("host-numbers", {"host.json": '{"system": "Linux", "machine": "x86_64", "python_version": 1e999}'})
         (b / "empty-folder").mkdir()
         hostile["empty-folder"] = b / "empty-folder"
 
@@ -155,6 +168,35 @@ class Arena:
             cli.main(["scan", "--json", "--replay", str(GOOD[1])])
         reports["real"] = r / "real.json"
         reports["scan-json"] = _write(r / "scan.json", out.getvalue().decode("utf-8"))
+        # hostile keys and markup in facts, and numbers no document holds, in real reports
+        real = json.loads((r / "real.json").read_text(encoding="utf-8"))
+        keyed = json.loads(json.dumps(real))
+        plan = keyed.get("plan") if isinstance(keyed.get("plan"), dict) else {}
+        if isinstance(plan.get("top"), dict):
+            plan["top"].update({k: None for k in HOSTILE_TEXT})
+        for rec in plan.get("recommended") or []:
+            if isinstance(rec, dict):
+                rec["env"] = {k: k for k in HOSTILE_TEXT}
+        keyed["scan"]["frameworks"] = list(keyed["scan"].get("frameworks") or []) + [
+            {"name": t, "version": t} for t in HOSTILE_TEXT]
+        keyed["scan"]["cpu"]["model"] = " ".join(HOSTILE_TEXT)
+        reports["hostile-keys"] = _write(r / "hostile-keys.json", json.dumps(keyed))
+        for i, literal in enumerate(HUGE_NUMBERS):
+            doc = json.loads(json.dumps(real))
+            doc["scan"]["cpu"]["threads"] = "@@N@@"
+            reports[f"number-{i}"] = _write(r / f"number-{i}.json", json.dumps(doc).replace('"@@N@@"', literal))
+        from mlprobe.fleet.merge import merge_reports
+
+        fleets = base / "fleets"
+        fleet = merge_reports([str(reports["real"]), str(reports["hostile-keys"])])
+        fleet["summary"]["by_status"].update({k: 1 for k in HOSTILE_TEXT})
+        self.fleets = {"hostile-keys": str(_write(fleets / "keys.json", json.dumps(fleet)))}
+        for i, literal in enumerate(HUGE_NUMBERS[:4]):
+            f = json.loads(json.dumps(fleet))
+            f["nodes"][0]["seconds"] = "@@N@@"
+            self.fleets[f"number-{i}"] = str(_write(fleets / f"number-{i}.json",
+                                                    json.dumps(f).replace('"@@N@@"', literal)))
+        self.report_folder = str(r)
 
         o = base / "odd"
         odd_files: Dict[str, str] = {
@@ -307,14 +349,14 @@ RARE = ["--help", "-h", "-V", "--version", "--bogus", "--json=1", "--replay", "b
 def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
     command = draw(st.sampled_from(["scan", "plan", "install", "report", "diff", "schema", "capture", "verify",
                                     "completion", "scan", "plan", "report", "install", "diff", "verify", "doctor",
-                                    "doctor"]))
+                                    "doctor", "fleet", "fleet", "labels"]))
     argv: List[str] = [command]
     flags = draw(st.lists(st.sampled_from(COMMON), max_size=2, unique=True))
     if command not in JSON_COMMANDS and draw(st.integers(0, 4)):
         flags = [f for f in flags if f != "--json"]
     if draw(st.integers(0, 9)) and len({"-q", "--quiet"} & set(flags)) and len({"-v", "--verbose"} & set(flags)):
         flags = flags[:1]  # both is a usage error: now and then only
-    if command in ("scan", "plan", "report", "install"):
+    if command in ("scan", "plan", "report", "install", "labels"):
         argv += draw(replay_source(arena))
     if command == "doctor":
         # replays only (a live doctor imports the frameworks: seconds per example), hostile ones included;
@@ -380,12 +422,40 @@ def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
                                       ["--framework", draw(st.sampled_from(["torch", "plaidml", "jax"]))],
                                       ["--quick", "--no-cpu-peers"],
                                       ["--baseline-python", draw(st.sampled_from(pythons))]]))
+    elif command == "fleet":
+        argv += draw(fleet_args(arena))
+    elif command == "labels":
+        if draw(st.integers(0, 2)) == 0:
+            argv += ["--prefix", draw(_value(arena, ["example.com", "kubernetes.io", "A_B", "x" * 300]))]
+        if draw(st.booleans()):
+            argv += ["-o", draw(st.sampled_from([arena.fresh("features"), arena.odd["folder"],
+                                                 arena.reports["real"]]))]
     elif command == "completion":
         argv += draw(st.sampled_from([["bash"], ["zsh"], ["tcsh"], ["fish"], []]))
     argv += flags
     if draw(st.integers(0, 9)) == 0:
         argv.insert(draw(st.integers(0, len(argv))), draw(st.sampled_from(RARE + NONSENSE)))
     return argv
+
+
+@st.composite
+def fleet_args(draw: st.DrawFn, arena: Arena) -> List[str]:
+    sub = draw(st.sampled_from(["merge", "merge", "show", "show", "show", "scan", "bogus", ""]))
+    if sub == "merge":
+        pool = list(arena.reports.values()) + [arena.report_folder] + list(arena.odd.values()) + arena.good[:2]
+        files = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+        out = draw(st.sampled_from([[], [], ["-o", arena.fresh("fleet.json")], ["-o", files[0]],
+                                    ["-o", arena.odd["folder"]]]))
+        return ["merge", *files, *out, *draw(st.lists(st.sampled_from(["--skip-bad", "--embed-reports", "--json"]),
+                                                     max_size=2, unique=True))]
+    if sub == "show":
+        f = draw(st.sampled_from(list(arena.fleets.values()) + list(arena.fleets.values())
+                                 + [arena.reports["real"], arena.odd["text"], arena.odd["missing"]]))
+        extra = draw(st.sampled_from([[], ["--all"], ["--json"], ["--html", arena.fresh("f.html")], ["--html", f]]))
+        return ["show", f, *extra]
+    if sub == "scan":  # nothing listens there: a quick, clear error
+        return ["scan", "--address", "127.0.0.1:9", "--timeout", draw(_value(arena, ["1", "0.5"]))]
+    return [sub] if sub else []
 
 
 ENV_VALUES: Dict[str, List[Optional[str]]] = {
@@ -417,6 +487,8 @@ def check(argv: List[str], rc: Any, out: bytes, err: bytes) -> None:
     text = err.decode("utf-8", "replace")
     assert "Traceback" not in text, f"{argv}\n{text}"
     assert rc in EXIT_CODES, f"{argv}: exit {rc}\n{text[-3000:]}"
+    for stream, data in (("stdout", out), ("stderr", err)):
+        assert b"\x1b]8;" not in data and b"\x1b[2J" not in data, f"{argv}: an escape from the data on {stream}"
     informational = any(a in argv for a in ("--help", "-h", "-V", "--version"))
     if "--json" in argv and not informational and rc != 0 and out.strip():
         try:
@@ -493,6 +565,40 @@ REGRESSIONS: Dict[str, Any] = {
     # --python pointing at a folder: a usage error naming it
     "verify-python-folder": lambda a: ["verify", "--python", a.odd["folder"]],
 }
+
+
+# Hostile documents and facts, each command that reads them once (deterministic, beside the fuzzing).
+HOSTILE_RUNS: Dict[str, Any] = {
+    "fleet-show-hostile-keys": lambda a: ["fleet", "show", a.fleets["hostile-keys"], "--all"],
+    "fleet-show-html-hostile-keys": lambda a: ["fleet", "show", a.fleets["hostile-keys"], "--html", a.fresh("f.html")],
+    "fleet-merge-hostile-keys": lambda a: ["fleet", "merge", a.reports["hostile-keys"], a.reports["real"]],
+    "fleet-merge-into-an-input": lambda a: ["fleet", "merge", a.report_folder, "-o", a.reports["real"]],
+    "fleet-show-html-onto-itself": lambda a: ["fleet", "show", a.fleets["number-0"], "--html", a.fleets["number-0"]],
+    "report-markdown-hostile-keys": lambda a: ["report", "--replay", a.hostile["markup-gpu"], "--format", "markdown"],
+    "plan-markup-gpu": lambda a: ["plan", "--replay", a.hostile["markup-gpu"]],
+    "scan-markup-gpu": lambda a: ["scan", "--replay", a.hostile["markup-gpu"]],
+    "labels-markup-gpu": lambda a: ["labels", "--replay", a.hostile["markup-gpu"]],
+    "scan-host-numbers": lambda a: ["scan", "--replay", a.hostile["host-numbers"]],
+    "diff-hostile-keys": lambda a: ["diff", a.reports["real"], a.reports["hostile-keys"]],
+    **{f"fleet-merge-number-{i}": (lambda a, i=i: ["fleet", "merge", a.reports[f"number-{i}"]])
+       for i in range(len(HUGE_NUMBERS))},
+    **{f"fleet-show-number-{i}": (lambda a, i=i: ["fleet", "show", a.fleets[f"number-{i}"]]) for i in range(4)},
+    **{f"diff-number-{i}": (lambda a, i=i: ["diff", a.reports["real"], a.reports[f"number-{i}"]])
+       for i in range(len(HUGE_NUMBERS))},
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_RUNS))
+def test_cli_hostile_documents(arena: Arena, name: str) -> None:
+    argv = HOSTILE_RUNS[name](arena)
+    rc, out, err = run_in_process(argv, {"FORCE_COLOR": "1"}, "utf-8")
+    check(argv, rc, out, err)
+    text = out.decode("utf-8", "replace")
+    if "number" in name or "onto" in name or "into" in name:
+        assert rc == 2 and b"error [E" in err, (argv, err[-2000:])
+    else:
+        assert rc in (0, 1) if argv[0] == "diff" else rc == 0, (argv, err[-2000:])
+        assert "\x1b[31mred" not in text and "\u202e" not in text
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fake interpreters, FIFOs and /dev/zero are POSIX")

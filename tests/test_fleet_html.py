@@ -139,3 +139,25 @@ def test_templates_reach_the_chart() -> None:
              for i, d in enumerate(template_reports())]
     rows = speed_rows(build_fleet(nodes, {"kind": "merge", "files": len(nodes)}))
     assert [r[0].split(":")[0] for r in rows] == ["torch cuda", "torch cpu"]
+
+
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
+def test_bidi_controls_are_shown_escaped_not_obeyed() -> None:
+    """U+202E in a node name reverses what follows on the page (`(1/2)` reads `(2/1)`): every
+    bidirectional control is written as a visible escape, and so are other control characters."""
+    from mlprobe.fleet.html import render_html
+    from mlprobe.fleet.summary import summarize
+
+    docs = template_reports()
+    docs[0]["scan"]["gpus"][0]["name"] = "H200 \u202e(1/2)\u202c x\u2066y\u2069 \u200f"
+    docs[0]["scan"]["cpu"]["model"] = "CPU\x1b[31m\x07\u2028"
+    nodes = [{"name": f"n\u202e{i}", "status": "ok", "error": None, "group": None, "facts": summarize(d)}
+             for i, d in enumerate(docs)]
+    nodes.append({"name": "bad\u202e", "status": "error", "error": "no \u202ereport\u2067", "group": None,
+                  "facts": None})
+    html = render_html(build_fleet(nodes, {"kind": "merge", "files": len(nodes)}, warnings=["w\u202e"]))
+    assert not any(c in html for c in BIDI), [hex(ord(c)) for c in BIDI if c in html]
+    assert "\x1b" not in html and "\x07" not in html and "\u2028" not in html
+    assert "\\u202e(1/2)" in html and "n\\u202e0" in html

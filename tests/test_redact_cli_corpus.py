@@ -90,7 +90,8 @@ PLUGIN_ONLY = {
     "Twilio API key": "SK" + _r(32, HEX),
     "Telegram bot token": _r(9, string.digits) + ":AA" + _r(33),
     "Mailchimp API key": _r(32, HEX) + "-us12",
-    "Azure storage AccountKey": "AccountKey=" + _r(86, string.ascii_letters + string.digits + "+/") + "==",
+    # (an Azure `AccountKey=` of any length is caught by mlprobe's own connection-string rule now:
+    # test_redact_corpus plants one of 44 characters, which the plugin's 88-character shape misses)
 }
 
 

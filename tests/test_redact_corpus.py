@@ -146,6 +146,44 @@ def _formats() -> List[Tuple[str, str, List[str]]]:
     add("HF_TOKEN env", lambda: (f"HF_TOKEN={hfenv}", [hfenv]))
     wandb = rand(40, HEX)
     add("wandb netrc-style", lambda: (f"WANDB_API_KEY={wandb}", [wandb]))
+    # Connection strings and command lines that carry a password, ids of disks and cloud machines,
+    # internal host names, and credentials in URLs that the rules above read too narrowly.
+    azk = rand(43, B64) + "="
+    add("Azure AccountKey (short)", lambda: (f"DefaultEndpointsProtocol=https;AccountName=lab;AccountKey={azk}", [azk]))
+    sbk = rand(44, B64)
+    add("Azure SharedAccessKey", lambda: (f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+                                          f"SharedAccessKey={sbk}", [sbk]))
+    sas = rand(43, B64).replace("+", "%2B").replace("/", "%2F") + "%3D"
+    add("Azure SAS sig", lambda: (f"https://acct.blob.core.windows.net/c/b?sv=2022-11-02&se=2026-01-01&sig={sas}",
+                                  [sas]))
+    mp = rand(14)
+    add("mysql -pPASSWORD", lambda: (f"mysql -u root -p{mp} -h db.example prod", [mp]))
+    mq = "p w" + rand(10)
+    add("mysqldump -p'quoted'", lambda: (f"mysqldump --user=app -p'{mq}' prod > dump.sql", [mq, mq.split()[-1]]))
+    dp = rand(18)
+    add("docker login -p", lambda: (f"docker login -u ci-bot -p {dp} registry.example.com", [dp]))
+    dp2 = rand(18)
+    add("podman login --password", lambda: (f"podman login --username ci --password {dp2} quay.example", [dp2]))
+    ser = "S4EWNX0N" + rand(7, UPPER)
+    add("udev ID_SERIAL_SHORT", lambda: (f"E: ID_SERIAL_SHORT={ser}\nE: ID_SERIAL=Samsung_SSD_970_EVO_Plus_1TB_{ser}\n"
+                                         f"E: ID_WWN=0x5002538e{rand(8, HEX)}", [ser]))
+    iid = "i-0" + rand(16, HEX)
+    add("AWS instance id", lambda: (f"instance-id: {iid}\nrunning on {iid} in us-east-1", [iid]))
+    iid2 = "i-" + rand(8, HEX)
+    add("AWS instance id (short)", lambda: (f'{{"instanceId": "{iid2}", "region": "eu-west-1"}}', [iid2]))
+    gid = "".join(RNG.choice("123456789") for _ in range(19))
+    add("GCP instance id", lambda: (f"instance/id: {gid}", [gid]))
+    kh = f"gitlab-{rand(6).lower()}.corp.internal"
+    kh2 = f"bastion-{rand(6).lower()}.lab"
+    add("known_hosts", lambda: (f"{kh},10.20.30.40 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{rand(43, B64)}\n"
+                                f"[{kh2}]:2222 ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTY{rand(40, B64)}=",
+                                [kh, kh2]))
+    at_pw = rand(8) + "@" + rand(8)
+    add("URL password with @", lambda: (f"https://alice:{at_pw}@devpi:3141/root/pypi/+simple/", [at_pw, at_pw.split("@")[1]]))
+    utok = rand(40)
+    add("URL user-only token", lambda: (f"git clone https://{utok}@git.lab:8443/org/repo.git", [utok]))
+    add("URL oauth2accesstoken user", lambda: ("https://oauth2accesstoken@localhost:8081/p/r/simple/",
+                                               ["oauth2accesstoken"]))
     return out
 
 

@@ -261,3 +261,66 @@ def test_hostile_content_renders_parses_and_fits(raw: Dict[str, Any], name: str,
     assert len(shown) <= len(files)
     for body in shown:
         assert any(_norm(f["text"]).startswith(body[:-1]) for f in files.values()), body[:80]
+
+
+HOSTILE_MD = {
+    "image": "![x](https://evil.example/pixel.png?os=linux)",
+    "link": "[click here](https://evil.example/phish)",
+    "ref-image": "![y][r]\n\n[r]: https://evil.example/ref.png",
+    "html": "<img src=https://evil.example/h.png>",
+    "autolink": "<https://evil.example/auto>",
+    "bare": "see https://evil.example/bare and www.evil.example",
+    "mention": "@octocat and someone@evil.example",
+    "emphasis": "**loud** _x_ ~~gone~~ `code`",
+    "escape": "trailing backslash \\",
+    "pipe": "a | b",
+}
+
+
+def _hostile_doc() -> Dict[str, Any]:
+    doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-h100-smi"), ReportOptions())
+    scan = doc["scan"]
+    scan["gpus"][0]["name"] = HOSTILE_MD["image"]
+    scan["gpus"][0]["driver_version"] = HOSTILE_MD["link"]
+    scan["cpu"]["model"] = HOSTILE_MD["ref-image"]
+    scan["os"]["distro"] = HOSTILE_MD["html"] + " " + HOSTILE_MD["autolink"]
+    scan["frameworks"].append({"name": HOSTILE_MD["bare"], "version": HOSTILE_MD["mention"]})
+    scan["warnings"] = [HOSTILE_MD["emphasis"], HOSTILE_MD["escape"], HOSTILE_MD["pipe"]]
+    doc["notes"] = [HOSTILE_MD["image"] + " " + HOSTILE_MD["link"]]
+    return doc
+
+
+def _links_and_images(tokens: List[Token]) -> List[str]:
+    out = []
+    for t in tokens:
+        for c in [t, *(t.children or [])]:
+            if c.type in ("image", "link_open") or (c.type in ("html_inline", "html_block") and "evil" in c.content):
+                out.append(f"{c.type}: {c.attrs or c.content}")
+            if c.type in ("strong_open", "em_open", "s_open", "code_inline") and "evil" not in (c.content or ""):
+                pass
+    return out
+
+
+def test_markdown_in_values_is_text_not_markup() -> None:
+    """A fact like `![x](https://…)` would be an image that loads (and reports the machine) when the
+    ticket is viewed; a link would point anywhere. In the report they are text."""
+    md = render_markdown(_hostile_doc())
+    head = md.split("<details>", 1)[0]  # the summary and notes (the JSON details are in fences)
+    gfm = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    tokens = gfm.parse(head)
+    assert not _links_and_images(tokens), _links_and_images(tokens)
+    html = gfm.render(head)
+    assert "<img" not in html and "href=" not in html and "<strong>loud" not in html and "<s>" not in html
+    assert "<code>code" not in html and "<em>x" not in html
+    # GitHub's own autolinks (bare URLs, www., e-mail) and @-mentions are broken too
+    assert "https://evil" not in head and "www.evil" not in head
+    assert not re.search(r"(?<!\\)@", head), "an @-mention or e-mail autolink"
+    # the text is all there, as text
+    rows = table_rows(tokens)
+    plain = {k: re.sub(r"\\(.)", r"\1", v) for k, v in rows.items()}
+    assert "![x](https://evil.example/pixel.png?os=linux)" in plain["GPU"]
+    assert "[click here](https://evil.example/phish)" in plain["GPU"]
+    assert "**loud** _x_ ~~gone~~ `code`" in plain["Warning"]
+    assert "a | b" in html
+    # our own emphasis stays
+    assert "<strong>x86-64-v" in html or "x86-64" not in head

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any, Dict, Optional
@@ -43,18 +42,40 @@ def make_host(args: argparse.Namespace) -> Host:
 
             ui.note(f"{REPLAY_ENV} is set: reading the capture bundle {ui.display_path(replay)}, "
                     "not this machine")
+        from ..ui import display_path
+
         try:
-            return open_replay(replay)
+            host = open_replay(replay)
         except BundleError as exc:
             raise MlprobeError(
-                f"cannot replay {replay}" + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
+                f"cannot replay {display_path(replay)}"
+                + (f" (from {REPLAY_ENV})" if via == REPLAY_ENV else ""),
                 why=str(exc),
                 next_step="pass a folder written by `mlprobe capture DIR`, a fixture folder, or a "
                           "report made with `mlprobe report --include-raw`"
                           + (f"; or unset {REPLAY_ENV} to scan this machine" if via == REPLAY_ENV else ""),
                 ref="E101", exit_code=EXIT_USAGE,
             ) from None
+        _environment_overrides(host)
+        return host
     return shared_live_host()
+
+
+def _environment_overrides(host: Any) -> None:
+    """MLPROBE_OVERRIDE_* set where mlprobe runs apply to a replayed bundle as to a live scan (over the
+    bundle's own value of the same fact), and stderr says so: a replay never ignores one silently."""
+    from .. import ui
+    from ..scan.host import OVERRIDE_PREFIX
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(OVERRIDE_PREFIX)}
+    if not env:
+        return
+    own = host.bundle_overrides()
+    host.extra_overrides = env
+    for k, v in sorted(env.items()):
+        over = f" (over the bundle's own {ui.safe_line(own[k])})" if k in own and own[k] != v else ""
+        ui.note(f"{ui.safe_line(k)}={ui.safe_line(v)} from the environment applies to the replayed "
+                f"bundle{over}")
 
 
 def scan_host(host: Host) -> Any:
@@ -90,7 +111,9 @@ def host_source(host: Host, args: argparse.Namespace) -> Dict[str, Any]:
 
 def print_json(doc: Any, stream: Optional[Any] = None) -> None:
     out = stream or sys.stdout
-    out.write(json.dumps(doc, indent=2, sort_keys=False))
+    from ..model import jsondoc
+
+    out.write(jsondoc.dumps(doc, indent=2, sort_keys=False))
     out.write("\n")
 
 
@@ -136,3 +159,45 @@ def device(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"{text!r} is not a device: use one of {', '.join(DEVICE_KINDS)} (optionally with an index, "
         "e.g. cuda:1) or a PlaidML id such as llvm_cpu.0")
+
+
+def replay_inputs(args: argparse.Namespace) -> "list[str]":
+    """What a command that scans reads: the replayed report file, or every file of the bundle folder."""
+    replay, _via = replay_request(args)
+    if not replay:
+        return []
+    if os.path.isdir(replay):
+        try:
+            return [os.path.join(replay, n) for n in os.listdir(replay)]
+        except OSError:
+            return []
+    return [replay]
+
+
+def refuse_overwriting_an_input(output: Optional[str], inputs: "list[str]", option: str = "-o") -> None:
+    """Refuse an output file that is one of the command's inputs (the same file by any path: a link,
+    `./x`, a hard link), before anything is read: writing it would replace what is being read."""
+    if not output:
+        return
+    from ..ui import display_path
+
+    try:
+        out = os.stat(output)
+    except OSError:
+        return  # a file still to be made is no input
+    import stat
+
+    if not stat.S_ISREG(out.st_mode):
+        return  # /dev/null, /dev/stdout, a FIFO: written through, nothing is replaced
+    for path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            same = "" if os.path.abspath(path) == os.path.abspath(output) else f" (as {display_path(path)})"
+            raise MlprobeError(
+                f"{option} {display_path(output)} is also an input of this command{same}",
+                why="writing the output there would replace the file being read",
+                next_step=f"pass {option} a new file (or another existing one that is no input)",
+                ref="E005", exit_code=EXIT_USAGE)

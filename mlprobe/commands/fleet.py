@@ -14,7 +14,8 @@ from typing import Any, Dict, Optional
 
 from .. import ui
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
-from .common import keep_seconds, seconds
+from ..model import jsondoc
+from .common import keep_seconds, refuse_overwriting_an_input, seconds
 
 # A fleet report with every node's full report embedded can be large; anything beyond this is not one.
 MAX_FLEET_BYTES = 1024 * 1024 * 1024
@@ -96,8 +97,8 @@ INDENT_NODES = 500
 
 def fleet_json(doc: Dict[str, Any]) -> str:
     if len(doc["nodes"]) <= INDENT_NODES:
-        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return jsondoc.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return jsondoc.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def _emit(doc: Dict[str, Any], args: argparse.Namespace) -> None:
@@ -135,9 +136,12 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_merge(args: argparse.Namespace) -> int:
+    from ..fleet.load import expand_inputs
     from ..fleet.merge import merge_reports
 
     _check_output(args.output)
+    if args.output:
+        refuse_overwriting_an_input(args.output, expand_inputs(args.files))
 
     def progress(done: int, total: int) -> None:
         ui.debug(f"read {done}/{total} reports")
@@ -171,9 +175,11 @@ def read_fleet(path: str) -> Dict[str, Any]:
     if len(data) > MAX_FLEET_BYTES:
         raise bad("larger than 1 GiB")
     try:
-        doc = json.loads(data)
+        doc = jsondoc.loads(data)
     except UnicodeDecodeError:
         raise bad("the bytes are not UTF-8 text") from None
+    except jsondoc.BadNumber as exc:
+        raise bad(ui.display_path(str(exc))) from None
     except json.JSONDecodeError as exc:
         raise bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
@@ -195,6 +201,7 @@ def read_fleet(path: str) -> Dict[str, Any]:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    refuse_overwriting_an_input(args.html, [args.file], "--html")
     doc = read_fleet(args.file)
     if args.html:
         from ..fleet.html import render_html

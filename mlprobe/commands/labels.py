@@ -9,7 +9,7 @@ import sys
 
 from .. import ui
 from ..errors import EXIT_USAGE, MlprobeError
-from .common import add_replay, host_source, make_host
+from .common import add_replay, host_source, make_host, refuse_overwriting_an_input, replay_inputs
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         from .fleet import _check_output
 
         _check_output(args.output)
+        refuse_overwriting_an_input(args.output, replay_inputs(args))
     host = make_host(args)
     with ui.progress("labels: scanning, planning"):
         doc = build_report(host, ReportOptions(), source=host_source(host, args))

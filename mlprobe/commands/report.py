@@ -4,13 +4,13 @@ the raw captures on request), as JSON or as Markdown for a GitHub issue."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .. import ui
 from ..errors import EXIT_USAGE, MlprobeError
-from .common import add_replay, host_source, make_host
+from ..model import jsondoc
+from .common import add_replay, host_source, make_host, refuse_overwriting_an_input, replay_inputs
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output:
         _check_output(Path(args.output))
+        refuse_overwriting_an_input(args.output, replay_inputs(args))
     python = None
     if args.python:
         if args.replay:
@@ -95,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):
         doc = build_report(host, options, source=host_source(host, args))
-    text = render_markdown(doc) if fmt == "markdown" else ui.json_safe(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
+    text = render_markdown(doc) if fmt == "markdown" else \
+        ui.json_safe(jsondoc.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
     if args.no_redact:
         print(
             "WARNING: this report is NOT redacted (--no-redact): it may hold host and user names, "

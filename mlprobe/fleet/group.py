@@ -6,8 +6,11 @@ not a group of its own."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
 
 from .summary import hardware_key, hardware_label, key_id
 
@@ -25,10 +28,31 @@ def software_of(s: Dict[str, Any]) -> Dict[str, Optional[str]]:
     return out
 
 
+def version_order(value: Optional[str]) -> Tuple[Tuple[int, Any], ...]:
+    """A value's words in version order: `580.159.04` after `580.95.05`, `torch 2.11.0 cu130` after
+    `torch 2.9.1 cu128` (packaging's Version for each word that is one, the text for the rest)."""
+    out: List[Tuple[int, Any]] = []
+    for word in re.split(r"[\s,;]+", value or ""):
+        if not word:
+            continue
+        try:
+            out.append((1, Version(word)))
+        except InvalidVersion:
+            out.append((0, word))
+    return tuple(out)
+
+
 def _majority(values: Counter[Optional[str]]) -> Tuple[Optional[str], int]:
-    """The most common value; a tie goes to a known value over an absent one, then to the value that
-    sorts last, so that the answer does not depend on the order of the input."""
-    best = max(values.items(), key=lambda kv: (kv[1], kv[0] is not None, kv[0] or ""))
+    """The most common value; a tie (marked contested by the caller) goes to a known value over an
+    absent one, then to the newest by version (not the one that sorts last as text), so that the
+    answer does not depend on the order of the input."""
+    def key(kv: Tuple[Optional[str], int]) -> Tuple[Any, ...]:
+        return (kv[1], kv[0] is not None, version_order(kv[0]), kv[0] or "")
+
+    try:
+        best = max(values.items(), key=key)
+    except TypeError:  # words that compare as neither (never for real values): text order
+        best = max(values.items(), key=lambda kv: (kv[1], kv[0] is not None, kv[0] or ""))
     return best[0], best[1]
 
 
@@ -62,7 +86,7 @@ def build_groups(nodes: Iterable[Tuple[str, Dict[str, Any]]]) -> Tuple[List[Dict
             for f, v in diffs:
                 drift.append({"node": name, "group": gid, "field": f, "value": v,
                               "majority": majority[f], "majority_nodes": software[f]["nodes"],
-                              "group_nodes": len(members)})
+                              "group_nodes": len(members), "contested": software[f]["contested"]})
         rep_name, rep_summary = rep or members[0]
         groups.append({
             "id": gid,

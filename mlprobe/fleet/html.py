@@ -9,7 +9,11 @@ import statistics
 from html import escape
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..ui import safe
+
 NODE_ROWS = 200
+CONTESTED = (' <span class="badge bad" title="a tie: no value has more than half of the group">'
+             'contested</span>')
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1d1d1f;background:#fff}
@@ -28,7 +32,9 @@ svg text{font:12px system-ui,sans-serif}
 
 
 def _e(v: Any) -> str:
-    return escape("" if v is None else str(v), quote=True)
+    """Text for the page: control characters and bidirectional controls written as visible escapes
+    (U+202E in a node name would reverse what follows it), then HTML-escaped."""
+    return escape(safe("" if v is None else str(v)), quote=True)
 
 
 def _plan(plan: Optional[Dict[str, Any]]) -> str:
@@ -52,6 +58,9 @@ def _software(g: Dict[str, Any]) -> str:
             continue
         name = field.replace("framework:", "")
         mark = f' <span class="badge drift">{s["variants"] - 1} other</span>' if s.get("variants", 1) > 1 else ""
+        if s.get("contested"):
+            mark += CONTESTED
+
         head = "" if field.startswith("framework:") and s.get("majority") else f"{_e(name)}: "
         out.append(f"{head}<code>{_e(s.get('majority') or '(none)')}</code> "
                    f"({_e(s.get('nodes'))}/{_e(g['count'])}){mark}")
@@ -149,7 +158,7 @@ def render_html(doc: Dict[str, Any]) -> str:
             out.append(f"<tr class=\"drift\"><td>{_e(d['node'])}</td><td><code>{_e(d['group'])}</code></td>"
                        f"<td>{_e(d['field'].replace('framework:', ''))}</td><td><code>{_e(d['value'] or '(none)')}"
                        f"</code></td><td><code>{_e(d['majority'] or '(none)')}</code> ({_e(d['majority_nodes'])}/"
-                       f"{_e(d['group_nodes'])})</td></tr>")
+                       f"{_e(d['group_nodes'])}){CONTESTED if d.get('contested') else ''}</td></tr>")
         out.append("</tbody></table>")
     else:
         out.append("<p id=\"drift\">No node differs from its group's majority.</p>")

@@ -149,7 +149,7 @@ def features_file(labels: Dict[str, str], source: Optional[str] = None,
     lines = [f"# node labels written by mlprobe {__version__} for node-feature-discovery's local source",
              f"# ({FEATURES_DIR}/); regenerate with `mlprobe labels -o FILE`"]
     if source:
-        lines.append(f"# {source}")
+        lines.append(f"# {safe_line(source)}")
     for name, value in (overrides or {}).items():
         lines.append(f"# overridden: {safe_line(name)}={safe_line(value)[:200]} (these labels follow the override, "
                      "not the node's own facts)")

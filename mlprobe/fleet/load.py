@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from ..errors import StageError
 from ..scan.capture import UnreadableFile, read_regular
+from ..model import jsondoc
 from ..model.validate import DocumentError, check_document
 from ..ui import display_path
 from .summary import summarize
@@ -32,25 +33,63 @@ class Loaded:
     report: Optional[Dict[str, Any]]  # the whole report, only when asked to keep it
 
 
-def expand_inputs(paths: Sequence["str | os.PathLike[str]"]) -> List[str]:
-    """Files as given; a folder stands for the *.json files directly inside it (sorted), so that
-    10,000 reports need not go through the command line."""
+def is_report_name(name: str) -> bool:
+    """A file a folder stands for: `*.json` in any case (`B.JSON` too), not hidden."""
+    return name.lower().endswith(".json") and not name.startswith(".")
+
+
+def _identity(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def select_inputs(paths: Sequence["str | os.PathLike[str]"]) -> Tuple[List[str], List[str]]:
+    """(files, notes). Files as given; a folder stands for the *.json files directly inside it
+    (sorted, any case of the suffix), so that 10,000 reports need not go through the command line.
+    A file reached twice (given twice, by another path, through a link, or also inside a folder
+    given) is read once; the notes say so, and name the files a folder holds that are left out."""
     out: List[str] = []
+    notes: List[str] = []
     for p in paths:
         p = os.fspath(p)
         if isinstance(p, bytes):
             p = os.fsdecode(p)
         if os.path.isdir(p):
             try:
-                names = sorted(n for n in os.listdir(p) if n.endswith(".json") and not n.startswith("."))
+                entries = sorted(os.listdir(p))
             except OSError as exc:
                 raise StageError(f"cannot list the folder {display_path(p)}", why=exc.strerror or str(exc),
                                  next_step="check the folder's permissions", ref="E901",
                                  kind="usage") from None
+            names = [n for n in entries if is_report_name(n)]
+            other = [n for n in entries if not is_report_name(n) and not n.startswith(".")
+                     and os.path.isfile(os.path.join(p, n))]
+            if other:
+                shown = ", ".join(display_path(n) for n in other[:5]) + (f" and {len(other) - 5} more"
+                                                                          if len(other) > 5 else "")
+                notes.append(f"{display_path(p)}: {len(other)} file(s) not named *.json left out ({shown})")
             out.extend(os.path.join(p, n) for n in names)
         else:
             out.append(p)
-    return out
+    seen: Dict[Tuple[int, int], str] = {}
+    unique: List[str] = []
+    for f in out:
+        ident = _identity(f)
+        if ident is not None and ident in seen:
+            notes.append(f"{display_path(f)} is the same file as {display_path(seen[ident])}: counted once")
+            continue
+        if ident is not None:
+            seen[ident] = f
+        unique.append(f)
+    return unique, notes
+
+
+def expand_inputs(paths: Sequence["str | os.PathLike[str]"]) -> List[str]:
+    """The files `fleet merge` reads for these arguments (select_inputs without its notes)."""
+    return select_inputs(paths)[0]
 
 
 def read_report(path: str) -> Dict[str, Any]:
@@ -68,9 +107,11 @@ def read_report(path: str) -> Dict[str, Any]:
     if not data.strip():
         raise ReportFileError(f"{shown}: the file is empty")
     try:
-        doc = json.loads(data)
+        doc = jsondoc.loads(data)
     except UnicodeDecodeError:
         raise ReportFileError(f"{shown}: not a report (the bytes are not UTF-8 text)") from None
+    except jsondoc.BadNumber as exc:
+        raise ReportFileError(f"{shown}: not a report mlprobe can read ({display_path(str(exc))})") from None
     except json.JSONDecodeError as exc:
         raise ReportFileError(f"{shown}: not a report (not JSON: {exc.msg} at line {exc.lineno} "
                               f"column {exc.colno})") from None
@@ -123,7 +164,7 @@ def load_many(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool =
 
 def iter_names(paths: Sequence[str]) -> Iterator[Tuple[str, str]]:
     """(path, node name): the file name without .json, or the whole path where two share a name."""
-    stems = [os.path.basename(p)[:-5] if p.endswith(".json") else os.path.basename(p) for p in paths]
+    stems = [os.path.basename(p)[:-5] if p.lower().endswith(".json") else os.path.basename(p) for p in paths]
     seen: Dict[str, int] = {}
     for s in stems:
         seen[s] = seen.get(s, 0) + 1

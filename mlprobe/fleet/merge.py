@@ -8,14 +8,14 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .document import build_fleet
-from .load import expand_inputs, iter_names, load_many
+from .load import iter_names, load_many, select_inputs
 
 
 def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
                   on_progress: Optional[Callable[[int, int], None]] = None,
                   now: Optional[str] = None) -> Dict[str, Any]:
     started = time.monotonic()
-    files = expand_inputs(paths)
+    files, notes = select_inputs(paths)
     loaded, problems = load_many(files, keep_reports=keep_reports, skip_bad=skip_bad, on_progress=on_progress)
     names = dict(iter_names([item.path for item in loaded]))
     nodes: List[Dict[str, Any]] = []
@@ -25,6 +25,6 @@ def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bo
         if item.report is not None:
             node["report"] = item.report
         nodes.append(node)
-    warnings = [f"left out: {p}" for p in problems]
+    warnings = notes + [f"left out: {p}" for p in problems]
     source = {"kind": "merge", "files": len(files), "seconds": round(time.monotonic() - started, 3)}
     return build_fleet(nodes, source, warnings, now=now)

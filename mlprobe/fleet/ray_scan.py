@@ -227,14 +227,20 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
 
         def finish(nid: str, status: str, error: Optional[str], result: Optional[Dict[str, Any]]) -> None:
             e = entries[nid]
-            e["status"], e["error"] = status, error
             e["seconds"] = round(time.monotonic() - started, 3)
             if result is not None:
-                e["seconds"] = result.get("seconds", e["seconds"])
-                e["report"] = result["report"]
-                if result.get("agent"):
-                    e["agent"] = result["agent"]
-                e["facts"] = summarize(result["report"])
+                facts, why = accept(result)
+                if facts is None:
+                    status, error, result = "error", why, None
+                else:
+                    secs = result.get("seconds")
+                    if isinstance(secs, (int, float)) and not isinstance(secs, bool) and 0 <= secs < 1e9:
+                        e["seconds"] = secs
+                    e["report"] = result["report"]
+                    if isinstance(result.get("agent"), dict):
+                        e["agent"] = result["agent"]
+                    e["facts"] = facts
+            e["status"], e["error"] = status, error
             if on_event is not None:
                 on_event(e["name"], status, e["seconds"], error or _where(result))
 
@@ -287,6 +293,29 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
             ray.shutdown()
         except Exception:
             pass
+
+
+def accept(result: Any) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(the report's fleet summary, "") for a node's answer that is a readable report, else (None,
+    why): an answer that is not the task's dict, a report of the wrong shape, numbers no document
+    holds (10**400, NaN), a summary that fails. One odd node is that node's error, never the scan's."""
+    from ..model import jsondoc
+    from ..model.validate import DocumentError, check_document
+
+    if not isinstance(result, dict):
+        return None, f"the node's answer is not a report (a {type(result).__name__})"
+    report = result.get("report")
+    if not isinstance(report, dict):
+        return None, f"the node's answer holds no report (its report is {type(report).__name__})"
+    try:
+        jsondoc.check(report)
+        check_document(report, "the node's report")
+        return summarize(report), ""
+    except (DocumentError, ValueError) as exc:
+        return None, _first_line(f"the node's report is not one mlprobe can read: {exc}")
+    except (RecursionError, TypeError, KeyError, AttributeError, OverflowError) as exc:
+        return None, _first_line(f"the node's report is not one mlprobe can read "
+                                 f"({type(exc).__name__}: {exc})")
 
 
 def _where(result: Optional[Dict[str, Any]]) -> str:

@@ -21,12 +21,15 @@ def _plan_text(plan: Optional[Dict[str, Any]]) -> str:
 
 
 def _software_text(software: Dict[str, Any]) -> str:
+    def shown(s: Dict[str, Any]) -> str:
+        return f"{s['majority']}" + (" (contested)" if s.get("contested") else "")
+
     bits = []
     for f in ("driver", "cuda", "rocm"):
-        v = (software.get(f) or {}).get("majority")
-        if v:
-            bits.append(f"{f} {v}")
-    fws = [s["majority"] for k, s in software.items() if k.startswith("framework:") and s.get("majority")]
+        s = software.get(f) or {}
+        if s.get("majority"):
+            bits.append(f"{f} {shown(s)}")
+    fws = [shown(s) for k, s in software.items() if k.startswith("framework:") and s.get("majority")]
     main = [b for b in fws if b.split(" ", 1)[0] in MAIN_FRAMEWORKS]
     more = len(fws) - len(main)
     return "; ".join(bits + main + ([f"+{more} more"] if more else [])) or "-"
@@ -63,7 +66,8 @@ def render_fleet(doc: Dict[str, Any], console: Any = None, all_rows: bool = Fals
             t.add_column(col)
         for d in drift if all_rows else drift[:DRIFT_ROWS]:
             t.add_row(d["node"], d["group"], d["field"].replace("framework:", ""), d["value"] or "(none)",
-                      f"{d['majority'] or '(none)'} ({d['majority_nodes']}/{d['group_nodes']})")
+                      f"{d['majority'] or '(none)'} ({d['majority_nodes']}/{d['group_nodes']})"
+                      + (", contested: a tie" if d.get("contested") else ""))
         con.print(t)
         if len(drift) > DRIFT_ROWS and not all_rows:
             con.print(f"... and {len(drift) - DRIFT_ROWS} more drift rows (--all, or --json)")

@@ -6,17 +6,40 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, Dict, List, Optional
+
+# What one node may put into the fleet report: a report's text and lists are cut to these, so that a
+# node with a 60 MiB GPU name or 300,000 framework entries costs the fleet a few kB like any other
+# (the summary says what was cut, under `capped`).
+MAX_TEXT = 256
+MAX_GPUS = 64
+MAX_FRAMEWORKS = 256
+MAX_ITEMS = 64  # installed findings, verify results, frameworks in the plan, packages, variables
 
 
 def _s(v: Any) -> Optional[str]:
-    return v if isinstance(v, str) and v else None
+    if not isinstance(v, str) or not v:
+        return None
+    return v if len(v) <= MAX_TEXT else v[: MAX_TEXT - 1] + "…"
+
+
+def _capped(v: Any, limit: int, what: str, notes: List[str]) -> List[Any]:
+    items = _list(v)
+    if len(items) > limit:
+        notes.append(f"{what}: {len(items)} entries, the first {limit} kept")
+        return items[:limit]
+    return items
 
 
 def _num(v: Any) -> Optional[float]:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int no float holds
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _dict(v: Any) -> Dict[str, Any]:
@@ -50,41 +73,52 @@ def framework_build(f: Dict[str, Any]) -> Optional[str]:
     return " ".join(parts)
 
 
-def _plan_choice(plan: Dict[str, Any]) -> Dict[str, Any]:
+def _plan_choice(plan: Dict[str, Any], notes: List[str]) -> Dict[str, Any]:
     """Per framework: the recipe the plan puts first and what installing it takes."""
     top = _dict(plan.get("top"))
-    by_recipe = {r.get("recipe"): r for r in _list(plan.get("recommended")) if isinstance(r, dict)}
+    recommended = _capped(plan.get("recommended"), MAX_ITEMS * 4, "plan.recommended", notes)
+    by_recipe = {r.get("recipe"): r for r in recommended
+                 if isinstance(r, dict) and isinstance(r.get("recipe"), str)}
     out: Dict[str, Any] = {}
-    for fw, recipe in sorted(top.items()):
-        if not isinstance(fw, str):
-            continue
-        if not isinstance(recipe, str):
+    items = sorted((k, v) for k, v in top.items() if isinstance(k, str))
+    if len(items) > MAX_ITEMS:
+        notes.append(f"plan.top: {len(items)} frameworks, the first {MAX_ITEMS} kept")
+        items = items[:MAX_ITEMS]
+    for fw_key, recipe_v in items:
+        fw = _s(fw_key) or "?"
+        recipe = _s(recipe_v)
+        if recipe is None:
             out[fw] = None
             continue
-        r = _dict(by_recipe.get(recipe))
+        r = _dict(by_recipe.get(recipe_v))
+        env_items = list(_dict(r.get("env")).items())
+        if len(env_items) > MAX_ITEMS:
+            notes.append(f"plan env of {fw}: {len(env_items)} variables, the first {MAX_ITEMS} kept")
         out[fw] = {
             "recipe": recipe,
             "backend": _s(r.get("backend")),
             "index_url": _s(r.get("index_url")),
-            "packages": [p for p in _list(r.get("packages")) if isinstance(p, str)],
-            "env": {k: v for k, v in _dict(r.get("env")).items() if isinstance(v, str)},
+            "packages": [_s(p) for p in _capped(r.get("packages"), MAX_ITEMS, f"plan packages of {fw}", notes)
+                         if isinstance(p, str) and p],
+            "env": {_s(k) or "?": _s(v) or "" for k, v in env_items[:MAX_ITEMS]
+                    if isinstance(k, str) and isinstance(v, str)},
         }
     return out
 
 
-def _installed(plan: Dict[str, Any]) -> List[Dict[str, Any]]:
+def _installed(plan: Dict[str, Any], notes: List[str]) -> List[Dict[str, Any]]:
     out = []
-    for i in _list(plan.get("installed")):
+    for i in _capped(plan.get("installed"), MAX_ITEMS, "plan.installed", notes):
         if not isinstance(i, dict):
             continue
         out.append({k: _s(i.get(k)) for k in ("package", "version", "build", "status", "message")})
     return out
 
 
-def _verify(verify: Dict[str, Any]) -> List[Dict[str, Any]]:
+def _verify(verify: Dict[str, Any], notes: List[str]) -> List[Dict[str, Any]]:
     """Verify speeds per device (the Keras-MNIST CNN's images/s), where the report carries them."""
     out = []
-    for r in _list(verify.get("results")):
+    for r in _capped(verify.get("results"), MAX_ITEMS, "verify.results", notes):
         if not isinstance(r, dict):
             continue
         speed = _num(_dict(r.get("speed")).get("images_per_s"))
@@ -110,13 +144,17 @@ def summarize(doc: Dict[str, Any]) -> Dict[str, Any]:
     rt = _dict(scan.get("runtimes"))
     cuda = _dict(rt.get("cuda"))
     rocm = _dict(rt.get("rocm"))
-    gpus = sorted((gpu_summary(g) for g in _list(scan.get("gpus")) if isinstance(g, dict)),
+    notes: List[str] = []
+    gpus = sorted((gpu_summary(g) for g in _capped(scan.get("gpus"), MAX_GPUS, "scan.gpus", notes)
+                   if isinstance(g, dict)),
                   key=lambda g: tuple(str(v) for v in g.values()))
-    builds = sorted({b for f in _list(scan.get("frameworks")) if isinstance(f, dict)
-                     for b in [framework_build(f)] if b})
+    builds = sorted({b for f in _capped(scan.get("frameworks"), MAX_FRAMEWORKS, "scan.frameworks", notes)
+                     if isinstance(f, dict) for b in [framework_build(f)] if b})
     drivers = sorted({d for d in [_s(cuda.get("driver_version"))] + [g["driver_version"] for g in gpus] if d})
     level = cpu.get("x86_64_level")
-    return {
+    src = _dict(scan.get("source"))
+    source = {k: _s(src.get(k)) for k in ("kind", "bundle", "via") if _s(src.get(k))} or None
+    summary: Dict[str, Any] = {
         "cpu": {
             "vendor": _s(cpu.get("vendor")),
             "model": _s(cpu.get("model")),
@@ -132,11 +170,32 @@ def summarize(doc: Dict[str, Any]) -> Dict[str, Any]:
         "os": _s(osd.get("distro")) or _s(osd.get("system")),
         "python": _s(_dict(scan.get("python")).get("version")),
         "mlprobe_version": _s(doc.get("mlprobe_version")),
-        "source": _dict(scan.get("source")) or None,
-        "plan": _plan_choice(plan) if plan else None,
-        "installed": _installed(plan),
-        "verify": _verify(_dict(doc.get("verify"))),
+        "source": source,
+        "plan": _plan_choice(plan, notes) if plan else None,
+        "installed": _installed(plan, notes),
+        "verify": _verify(_dict(doc.get("verify")), notes),
     }
+    long_text = any(isinstance(v, str) and len(v) > MAX_TEXT for v in _strings_seen(doc))
+    if long_text:
+        notes.append(f"text longer than {MAX_TEXT} characters cut")
+    if notes:
+        summary["capped"] = notes
+    return summary
+
+
+def _strings_seen(doc: Dict[str, Any]) -> List[Any]:
+    """The report's strings the summary reads (to say when one was cut)."""
+    scan = _dict(doc.get("scan")) if "scan" in doc else doc
+    cpu = _dict(scan.get("cpu"))
+    out: List[Any] = [cpu.get(k) for k in ("vendor", "model", "arch")]
+    for g in _list(scan.get("gpus"))[:MAX_GPUS]:
+        if isinstance(g, dict):
+            out += [g.get(k) for k in ("vendor", "name", "compute_capability", "gfx_target",
+                                       "driver_version")]
+    for f in _list(scan.get("frameworks"))[:MAX_FRAMEWORKS]:
+        if isinstance(f, dict):
+            out += [f.get(k) for k in ("name", "version", "flavour")]
+    return out
 
 
 def hardware_key(s: Dict[str, Any]) -> str:

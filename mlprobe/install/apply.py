@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
+from ..model import shell
 from ..urls import mask_credentials, mask_doc
 from . import activate, keep
 from .backends import Backend, choose_backend, needs_pip, pip_command, set_aside
@@ -163,7 +164,8 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     if env.mode == "new-venv" and env.path is not None:
         py = str(venv_python(env.path))
         steps.append(Step("venv", f"create a virtual environment {env.path} "
-                          f"(Python {env.target.python_version})", f"{env.python} -m venv {env.path}"))
+                          f"(Python {env.target.python_version})",
+                          shell.command([env.python, "-m", "venv", str(env.path)], os.name == "nt")))
     elif env.mode == "venv":
         steps.append(Step("venv", f"reuse the virtual environment {env.path} "
                           f"(Python {env.target.python_version}); its packages are saved first and restored "
@@ -205,7 +207,8 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
                           f"{plan.device}; if not, a known fix inside the environment is applied and checked "
                           "again, else the install rolls back (--keep-without-device keeps it)"))
     if fw and env.mode != "replay":
-        steps.append(Step("verify", f"`mlprobe verify --framework {fw} --python {py}` in the environment"))
+        shown = shell.command(["mlprobe", "verify", "--framework", fw, "--python", py], os.name == "nt")
+        steps.append(Step("verify", f"`{shown}` in the environment"))
     return steps
 
 

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
 from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
 from ..model.plan import PLAN_VERSION, InstalledFinding, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
+from ..model import shell
 from ..model.vocabulary import vocabulary
 from ..urls import check_url, join_path, strip_slash
 
@@ -77,10 +78,6 @@ def _render(value: Any, ctx: Ctx, row: Optional[Dict[str, Any]], effects: Dict[s
     return resolve(value, scope, row)
 
 
-def _quote(arg: str) -> str:
-    return f'"{arg}"' if re.search(r"[\s\[\]*<>=!;&|$()]", arg) else arg
-
-
 def install_details(
     recipe: Dict[str, Any], verdict: Verdict, ctx: Ctx, kb: Knowledge, bases: Dict[str, Dict[str, Any]]
 ) -> Dict[str, Any]:
@@ -116,30 +113,8 @@ def install_details(
     version_key = (recipe.get("variants") or {}).get("version_key")
     version = str(row.get(version_key)) if row and version_key and row.get(version_key) else None
     windows = ctx["os"].get("system") == "Windows" and not ctx["os"].get("wsl")
-    commands: List[str] = []
-    if packages:
-        cmd = "python -m pip install " + " ".join(_quote(p) for p in packages)
-        if index:
-            base = bases.get(idx["id"], {}) if idx else {}
-            cmd += " --index-url " + (index_url or f"{base.get('placeholder', '<index>')}/{index}")
-        commands.append(cmd)
-    for st in steps:
-        if st["shim"] == "plaidml-collections":
-            # The shim file is standard library only: the environment's own python runs it from
-            # where mlprobe is installed, without mlprobe being installed there.
-            import os
-
-            from ..shims import plaidml_compat
-
-            commands.append(f'python "{os.path.abspath(plaidml_compat.__file__)}"')
-    for f in files:
-        text = json.dumps(f["json"])
-        if windows:
-            commands.append(f"Set-Content -Path \"$HOME\\{f['path'].lstrip('~/')}\" -Value '{text}'")
-        else:
-            commands.append(f"printf '%s\\n' '{text}' > {f['path']}")
-    for k, v in env.items():
-        commands.append(f'$env:{k} = "{v}"' if windows else f"export {k}={v}")
+    base = bases.get(idx["id"], {}) if idx else {}
+    commands = _commands(packages, index, index_url, base, steps, files, env, windows)
     verify = _render(recipe.get("verify") or {}, ctx, row, eff)
     return {
         "index": index,
@@ -152,6 +127,34 @@ def install_details(
         "commands": commands,
         "verify": verify,
     }
+
+
+def _commands(packages: List[str], index: Optional[str], index_url: Optional[str], base: Dict[str, Any],
+              steps: List[Dict[str, Any]], files: List[Dict[str, Any]], env: Dict[str, str],
+              windows: bool) -> List[str]:
+    """The steps a person pastes, each word quoted for the shell (PowerShell on Windows, POSIX
+    elsewhere): package names, the shim's path, the settings file's text and every variable's value
+    come from recipes and from the scanned machine (a device name), so none is trusted as shell text."""
+    commands: List[str] = []
+    if packages:
+        argv = ["python", "-m", "pip", "install", *packages]
+        if index:
+            argv += ["--index-url", index_url or f"{base.get('placeholder', '<index>')}/{index}"]
+        commands.append(shell.command(argv, windows))
+    for st in steps:
+        if st["shim"] == "plaidml-collections":
+            # The shim file is standard library only: the environment's own python runs it from
+            # where mlprobe is installed, without mlprobe being installed there.
+            import os
+
+            from ..shims import plaidml_compat
+
+            commands.append(shell.command(["python", os.path.abspath(plaidml_compat.__file__)], windows))
+    for f in files:
+        commands.append(shell.write_file(f["path"], json.dumps(f["json"]), windows))
+    for k, v in env.items():
+        commands.append(shell.set_env(k, v, windows))
+    return commands
 
 
 # --------------------------------------------------------------------------- the plan
@@ -335,7 +338,7 @@ def _finding(
 def _fix(best: Optional[Dict[str, Any]], uninstall: str) -> List[str]:
     if not best:
         return []
-    return [f"python -m pip uninstall -y {uninstall}"] + list(best["commands"])
+    return [shell.posix(["python", "-m", "pip", "uninstall", "-y", uninstall])] + list(best["commands"])
 
 
 def _torch_row(kb: Knowledge, table: str, torch_version: str, index: str) -> Optional[Dict[str, Any]]:
@@ -568,7 +571,7 @@ def _torch_rocm_finding(
                 f"torch {ver} needs HSA_OVERRIDE_GFX_VERSION={env} on {_gpu_words(ctx, 'rocm')} "
                 "(unofficial), and the scan does not show it set",
                 reasons=o.warnings,
-                fix=[f"export {k}={v}" for k, v in (o.effects.get("env") or {}).items()],
+                fix=[shell.set_env(k, str(v)) for k, v in (o.effects.get("env") or {}).items()],
             )
         return _finding(
             "torch",
@@ -593,7 +596,7 @@ def _tf_finding(
     ver = str(fw.get("version") or "?")
     flags = ctx["cpu"]["flags"]
     if ctx["cpu"]["arch"] == "x86_64" and flags is not None and "avx" not in flags:
-        fix = [f"python -m pip uninstall -y {name}"]
+        fix = [shell.posix(["python", "-m", "pip", "uninstall", "-y", name])]
         if best_torch:
             fix += [f"# PyTorch runs here ({best_torch['recipe']}):"] + list(best_torch["commands"])
         fix.append("# or build TensorFlow from source without AVX")

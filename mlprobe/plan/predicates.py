@@ -504,6 +504,13 @@ def _xpu_gpu_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dic
 
 
 _PML_VENDORS = (("NVIDIA", "nvidia"), ("Intel", "intel"), ("Advanced Micro Devices", "amd"), ("AMD", "amd"))
+# What PlaidML device ids are made of: the device's name lower-cased with spaces as '_', plus '.<n>'.
+# Real OpenCL and Metal device names use letters, digits and these marks (`Intel(R) Arc(TM) A770
+# Graphics`, `gfx90a:sramecc+:xnack-`, `Intel(R) UHD Graphics 620 [0x5917]`, `llvmpipe (LLVM 15.0.7,
+# 256 bits)`, `Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz`); an id with anything else (a quote, `$`, `;`,
+# a control character) is no device a driver reports, and is never written into a setting.
+PLAIDML_ID = re.compile(r"^[a-z0-9_.,:()\[\]+\-/@]{1,200}$")
+PLAIDML_ID_ALPHABET = "letters, digits and _ . , : ( ) [ ] + - / @"
 
 
 def plaidml_opencl_id(vendor: Optional[str], name: str, kb: Kb) -> str:
@@ -563,6 +570,8 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
                 integ,
             )
         )
+    left_out = [c for c in cands if not PLAIDML_ID.match(c[1])]
+    cands = [c for c in cands if PLAIDML_ID.match(c[1])]
     cands.append((5, "llvm_cpu.0", True, "the CPU through LLVM", False))
     cands.sort(key=lambda c: -c[0])
     speed, did, experimental, name, integ = cands[0]
@@ -581,6 +590,11 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
             },
         },
     )
+    for c in left_out:
+        out.warnings.append(
+            f"the device {c[3]!r} is left out: its PlaidML id {c[1]!r} holds characters no PlaidML "
+            f"device id is made of ({PLAIDML_ID_ALPHABET}); if it is real, choose it with plaidml-setup"
+        )
     if did == "llvm_cpu.0":
         if lookup(ctx, "opencl.known") is False and lookup(ctx, "gpus"):
             out.warnings.append(

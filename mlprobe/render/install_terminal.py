@@ -173,7 +173,7 @@ def _verify_lines(doc: Dict[str, Any]) -> List[str]:
     for r in doc.get("results") or []:
         version = r.get("framework_version") or r.get("version") or ""
         label = f"{r.get('framework')} {version} on {r.get('device')}".replace("  ", " ")
-        out.append(f"{label}: [bold]{_esc(str(r.get('verdict')))}[/bold]")
+        out.append(f"{_esc(ui_safe(label))}: [bold]{_esc(ui_safe(str(r.get('verdict'))))}[/bold]")
     return out
 
 

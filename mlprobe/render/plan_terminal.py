@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -35,17 +34,19 @@ def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
     for u in uses:
         n, total = len(u.get("visible") or []), u.get("gpus") or 0
         which = f"{n} of {total}" if n != total else f"all {total}" if total > 1 else str(total)
-        con.print(f"[bold]GPUs:[/bold] {escape(str(u.get('recipe')))} uses {which}"
+        con.print(f"[bold]GPUs:[/bold] {u.get('recipe')} uses {which}"
                   + (f" (nvidia-smi/rocm GPU {', '.join(str(i) for i in u['visible'])})" if n != total and n else "")
-                  + f": {escape(str(u.get('how')))}")
+                  + f": {u.get('how')}")
         for note in u.get("notes") or []:
-            con.print(f"    [yellow]![/yellow] {escape(str(note))}")
+            con.print(f"    [yellow]![/yellow] {note}")
 
 
 def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     from ..ui import deep_safe
 
-    plan = deep_safe(plan)  # text from captures: control characters shown escaped
+    # text from captures: control characters shown escaped, rich markup in it shown as text (every
+    # value and key, once, here: nothing below escapes again)
+    plan = deep_safe(plan, markup=True)
     con = console or _console()
     t = plan["target"]
     where = "replayed bundle" if (plan.get("source") or {}).get("kind") == "replay" else "this machine"
@@ -57,7 +58,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         + (f" ({t['python_source']})" if t.get("python_source") else "")
     )
     for w in plan.get("warnings", []):
-        con.print(f"[yellow]note:[/yellow] {escape(w)}")
+        con.print(f"[yellow]note:[/yellow] {w}")
 
     tops = {fw: rid for fw, rid in (plan.get("top") or {}).items()}
     if tops:
@@ -74,11 +75,11 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     problems = [f for f in plan.get("installed", []) if f["status"] == "problem"]
     for f in plan.get("installed", []):
         style = _FINDING_STYLE.get(f["status"], "white")
-        con.print(f"[{style}]installed {f['status']}:[/] {escape(f['message'])}")
+        con.print(f"[{style}]installed {f['status']}:[/] {f['message']}")
         for r in f.get("reasons", []):
-            con.print(f"    - {escape(r)}")
+            con.print(f"    - {r}")
         for c in f.get("fix", []):
-            con.print(f"    [bold]fix:[/bold] {escape(c)}")
+            con.print(f"    [bold]fix:[/bold] {c}")
     if problems:
         con.print()
 
@@ -89,24 +90,24 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         )
     for i, e in enumerate(plan["recommended"], 1):
         head = (
-            f"[bold]{i}. {e['recipe']}[/bold]  {escape(e['title'])}  "
+            f"[bold]{i}. {e['recipe']}[/bold]  {e['title']}  "
             f"[dim]({e['framework']}, {e['backend']}, {_status(e['status'])}[dim], score {e['score']})[/dim]"
         )
         lines: List[str] = []
         if e.get("device_name"):
-            lines.append(f"device: {escape(str(e['device_name']))}")
+            lines.append(f"device: {e['device_name']}")
         if e.get("version"):
             lines.append(f"version: {e['version']}" + (f"   index: {e['index']}" if e.get("index") else ""))
         for c in e["commands"]:
-            lines.append(f"[bold cyan]$ {escape(c)}[/bold cyan]")
+            lines.append(f"[bold cyan]$ {c}[/bold cyan]")
         for w in e["warnings"]:
-            lines.append(f"[yellow]! {escape(w)}[/yellow]")
+            lines.append(f"[yellow]! {w}[/yellow]")
         if e.get("unknown"):
             lines.append(
-                "[dim]not checked (not in the capture): " + escape("; ".join(e["unknown"])) + "[/dim]"
+                "[dim]not checked (not in the capture): " + "; ".join(e["unknown"]) + "[/dim]"
             )
         for n in e.get("notes", []):
-            lines.append(f"[dim]{escape(n)}[/dim]")
+            lines.append(f"[dim]{n}[/dim]")
         verify = e.get("verify") or {}
         lines.append(
             f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
@@ -135,16 +136,16 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         for r in live:
             tab.add_row(
                 f"{r['recipe']}\n[dim]{r['backend']}, {_status(r['status'])}[/dim]",
-                "\n".join(f"- {escape(x)}" for x in r["reasons"]),
+                "\n".join(f"- {x}" for x in r["reasons"]),
             )
         con.print(tab)
     for r in plan.get("retired", []):
         if r.get("relevant"):
             con.print(
-                f"[dim]retired:[/dim] [bold]{r['recipe']}[/bold] {escape(r['title'])}: "
-                f"{escape(r['summary'] or '')}"
+                f"[dim]retired:[/dim] [bold]{r['recipe']}[/bold] {r['title']}: "
+                f"{r['summary'] or ''}"
             )
-            con.print(f"    [bold]today:[/bold] {escape(r['successor'] or '')}")
+            con.print(f"    [bold]today:[/bold] {r['successor'] or ''}")
     others = [r["recipe"] for r in plan.get("retired", []) if not r.get("relevant")]
     if others:
         con.print(f"[dim]also retired (mlprobe plan --why-not ID): {', '.join(others)}[/dim]")
@@ -157,26 +158,26 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
 def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:
     from ..ui import deep_safe
 
-    doc = deep_safe(doc)
+    doc = deep_safe(doc, markup=True)
     con = console or _console()
     verdict = doc["verdict"]
     style = {"fits": "green", "rejected": "red", "retired": "yellow"}.get(verdict, "white")
     con.print(
-        f"[bold]{doc['recipe']}[/bold] {escape(doc['title'])} [dim]({doc['framework']}, {doc['backend']}, "
+        f"[bold]{doc['recipe']}[/bold] {doc['title']} [dim]({doc['framework']}, {doc['backend']}, "
         f"{doc['status']})[/dim]: [{style}]{verdict}[/]"
     )
     if doc.get("summary"):
-        con.print(escape(doc["summary"]))
+        con.print(doc["summary"])
     if verdict == "fits":
         e = doc["entry"]
         con.print(f"ranked {doc['rank']} of the recipes that fit (score {e['score']})")
         for c in e["commands"]:
-            con.print(f"[bold cyan]$ {escape(c)}[/bold cyan]")
+            con.print(f"[bold cyan]$ {c}[/bold cyan]")
         for w in e["warnings"]:
-            con.print(f"[yellow]! {escape(w)}[/yellow]")
+            con.print(f"[yellow]! {w}[/yellow]")
     else:
         for r in doc.get("reasons", []):
-            con.print(f"- {escape(r)}")
+            con.print(f"- {r}")
     variants = doc.get("variants") or []
     if variants:
         tab = Table(title="builds tried, in order of preference", title_justify="left")
@@ -187,7 +188,7 @@ def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:
             mark = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "[yellow]unknown[/yellow]"}[
                 v["fits"]
             ]
-            tab.add_row(escape(v["label"]), mark, "\n".join(escape(x) for x in v["reasons"]))
+            tab.add_row(v["label"], mark, "\n".join(v["reasons"]))
         con.print(tab)
     con.print(
         "[dim]sources: "

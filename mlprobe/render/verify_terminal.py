@@ -39,6 +39,9 @@ class Progress:
             self.console.print(f"verify: {text}")
 
     def event(self, ev: Dict[str, Any]) -> None:
+        from ..ui import deep_safe
+
+        ev = deep_safe(ev, markup=True)  # from the child: printed inside rich markup
         kind = ev.get("event")
         fw = ev.get("framework", "")
         if kind == "discover":
@@ -130,7 +133,7 @@ def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
 
     from ..ui import deep_safe
 
-    doc = deep_safe(doc)
+    doc = deep_safe(doc, markup=True)  # every value is printed inside rich markup
     from ..ui import console
 
     con = console(file=stream or sys.stdout, highlight=False)

@@ -81,13 +81,16 @@ def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
     if p.is_dir():
         return _bundle_side(p, scan_bundle, plan_for)
     from ..scan.capture import UnreadableFile, read_regular
+    from ..model import jsondoc
     from ..model.validate import MAX_DOCUMENT_BYTES
 
     try:
         raw = read_regular(p, MAX_DOCUMENT_BYTES + 1)
         if len(raw) > MAX_DOCUMENT_BYTES:
             raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
-        doc = json.loads(raw.decode("utf-8"))
+        doc = jsondoc.loads(raw.decode("utf-8"))
+    except jsondoc.BadNumber as exc:
+        raise DiffInputError(f"{p}: {exc}") from None
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise DiffInputError(f"{p} is neither a bundle folder nor a readable JSON file: {exc}") from None
     from ..model.validate import DocumentError, check_document

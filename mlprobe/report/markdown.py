@@ -34,13 +34,38 @@ def _html_safe(text: str) -> str:
 
 MAX_CELL = 300  # characters of one summary cell
 MAX_ROWS = {"GPU": 16, "Warning": 8, "Verify": 16, "Installed": 8, "USB accelerator": 8}
+# Where mlprobe itself wants bold in a summary line (`**x86-64-v4**`): every other `*` is a fact's.
+BOLD = "\ue000"
+# What Markdown (GitHub's flavour) reads as markup in running text: links and images ([...]),
+# emphasis (* and _ at a word's edge), strikethrough (~), code (`), a table's cell edge (|), the
+# escape itself (\\), and @-mentions and e-mail autolinks (@). HTML is written as entities.
+_MD_MARKUP = re.compile(r"[\\`*\[\]~|@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_text(text: Any) -> str:
+    """Text from a machine or a document, as Markdown that shows it and does nothing else: a value such
+    as `![x](https://…)` is not an image that loads when the ticket is viewed, a bare URL or `www.` is
+    not a link, `@name` notifies nobody."""
+    s = _MD_MARKUP.sub(lambda m: "\\" + m.group(0), _html_safe(str(text)))
+    s = s.replace("://", ":\\/\\/")  # GitHub links bare URLs; an escaped slash ends that
+    return re.sub(r"(?i)\bwww\.", lambda m: m.group(0)[:-1] + "\\.", s)
+
+
+def md_code(text: Any) -> str:
+    """A value as a code span that it cannot end: the fence is one backtick longer than the longest
+    run of backticks in it (CommonMark), padded where the value starts or ends with one."""
+    body = " ".join(_html_safe(str(text)).split())
+    runs = [len(r) for r in re.findall(r"`+", body)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def _cell(value: Any) -> str:
     s = " ".join(str(value).split())
     if len(s) > MAX_CELL:
         s = s[: MAX_CELL - 1] + "…"
-    return _html_safe(s).replace("|", "\\|") or "—"
+    return md_text(s).replace(BOLD, "**") or "—"
 
 
 def _capped(rows: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
@@ -92,7 +117,7 @@ def cpu_line(scan: Dict[str, Any]) -> str:
         bits.append(f"{count(cores if isinstance(cores, int) else None, 'core')} / "
                     f"{count(threads if isinstance(threads, int) else None, 'thread')}")
     if c.get("x86_64_level"):
-        bits.append(f"**x86-64-v{c['x86_64_level']}**")
+        bits.append(f"{BOLD}x86-64-v{c['x86_64_level']}{BOLD}")
     flags = set(c.get("flags") or [])
     shown = [
         f
@@ -111,7 +136,7 @@ def cpu_line(scan: Dict[str, Any]) -> str:
         if f in flags
     ]
     if c.get("arch") == "x86_64" and flags and "avx" not in flags:
-        shown.insert(0, "**no AVX**")
+        shown.insert(0, f"{BOLD}no AVX{BOLD}")
     line = f"{head}" + (f" ({', '.join(str(b) for b in bits)})" if bits else "")
     return line + (f"; {' '.join(shown)}" if shown else "")
 
@@ -242,7 +267,7 @@ def installed_lines(plan: Any) -> List[str]:
     for f in plan.get("installed") or []:
         if isinstance(f, dict) and f.get("package"):
             out.append(
-                f"{f['package']} {f.get('version') or ''}: **{f.get('status') or '?'}**"
+                f"{f['package']} {f.get('version') or ''}: {BOLD}{f.get('status') or '?'}{BOLD}"
                 + (f" — {f['message']}" if f.get("message") else "")
             )
     return out
@@ -257,7 +282,7 @@ def verify_lines(verify: Any) -> List[str]:
     for r in verify.get("results") or []:
         if not isinstance(r, dict):
             continue
-        s = f"{r.get('framework') or '?'} on {r.get('device') or '?'}: **{r.get('verdict') or '?'}**"
+        s = f"{r.get('framework') or '?'} on {r.get('device') or '?'}: {BOLD}{r.get('verdict') or '?'}{BOLD}"
         if isinstance(r.get("speedup_vs_best_cpu"), (int, float)):
             s += f" ({r['speedup_vs_best_cpu']:.2f}× the best CPU figure)"
         out.append(s)
@@ -270,23 +295,23 @@ def doctor_lines(doctor: Any) -> List[str]:
     if not isinstance(doctor, dict):
         return []
     if doctor.get("available") is False:
-        return [_html_safe(str(doctor.get("note") or "doctor did not run"))]
-    lines = [f"**{_html_safe(str(doctor.get('summary') or ''))}**", ""]
+        return [md_text(str(doctor.get("note") or "doctor did not run"))]
+    lines = [f"**{md_text(str(doctor.get('summary') or ''))}**", ""]
     infos = []
     for f in doctor.get("findings") or []:
         if not isinstance(f, dict):
             continue
         if f.get("severity") == "info":
-            infos.append(_html_safe(str(f.get("title"))))
+            infos.append(md_text(str(f.get("title"))))
             continue
-        lines.append(f"- **{_html_safe(str(f.get('severity', '')).upper())}** {_html_safe(str(f.get('title')))} "
-                     f"(`{_html_safe(str(f.get('rule')))}`)")
+        lines.append(f"- **{md_text(str(f.get('severity', '')).upper())}** {md_text(str(f.get('title')))} "
+                     f"({md_code(f.get('rule'))})")
         for e in (f.get("evidence") or [])[:3]:
             if isinstance(e, dict):
-                lines.append(f"  - evidence, `{_html_safe(str(e.get('capture')))}`: `{_html_safe(str(e.get('line')))[:300]}`")
+                lines.append(f"  - evidence, {md_code(e.get('capture'))}: {md_code(str(e.get('line'))[:300])}")
         fixes = [str(x) for x in f.get("fix") or []]
         if fixes:
-            lines.append("  - fix: " + "; ".join(f"`{_html_safe(x)}`" for x in fixes))
+            lines.append("  - fix: " + "; ".join(md_code(x) for x in fixes))
     if infos:
         lines.append("- also: " + "; ".join(infos))
     return lines
@@ -407,8 +432,8 @@ class _Layout:
         lines = [
             "### mlprobe report",
             "",
-            f"mlprobe {d.get('mlprobe_version', '?')} · report v{d.get('report_version', '?')} · "
-            f"{d.get('generated_at', '?')}",
+            f"mlprobe {md_text(d.get('mlprobe_version', '?'))} · "
+            f"report v{md_text(d.get('report_version', '?'))} · {md_text(d.get('generated_at', '?'))}",
             "",
             _redaction_line(d),
             "",
@@ -423,7 +448,7 @@ class _Layout:
             if isinstance(n, str) and n not in shown and not n.startswith("replay this machine")
         ]
         if notes:
-            lines += [""] + [f"- {_html_safe(n)}" for n in notes]
+            lines += [""] + [f"- {md_text(n)}" for n in notes]
         doctor = doctor_lines(d.get("doctor"))
         if doctor:
             lines += ["", "#### Doctor", ""] + doctor

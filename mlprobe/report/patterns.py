@@ -21,7 +21,7 @@ KINDS: Dict[str, str] = {
     "gpu-uuid": "GPU and MIG UUIDs and other per-GPU unique ids (NVIDIA GPU-..., PDI, AMD unique ids)",
     "uuid": "other UUIDs and GUIDs",
     "serial": "serial numbers and board ids",
-    "machine-id": "machine ids",
+    "machine-id": "machine ids, cloud instance ids (AWS i-..., GCP and Azure instance ids) and disk WWNs",
     "product-id": "Windows product ids and keys",
     "email": "e-mail addresses",
 }
@@ -147,7 +147,40 @@ NETRC = re.compile(r"(?im)\b(?:login|machine)\b[^\n]*?\b(?:password|passwd)[ \t]
 SECRET_HINTS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CREDENTIAL", "PAT")
 TOKEN_PREFIXES = tuple(("hf_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- xox AKIA AIza glpat- eyJ npm_ k_live_ "
                         "k_test_ pypi-AgE shpat_ shpca_ shppa_ shpss_ dop_v1_ dapi SG. AKCp hooks.slack").split())
-URL_CRED = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s:@]+:[^/\s@]+)@")
+# The userinfo of a URL runs to its last '@' before the host (as urllib and pip read it), so a password
+# with an '@' in it is taken whole (`user:pass@word@host`); a user alone is a credential too (a token
+# given as the user name: `https://TOKEN@host`, `https://oauth2accesstoken@host`).
+URL_CRED = re.compile(
+    r"(?i)\b[a-z][a-z0-9+.-]*://(?P<cred>[^/\s?#@]+(?:@[^/\s?#@]+)*)@(?=[^/\s?#@]*(?:[/?#\s\"'<>]|$))"
+)
+# User names in URLs that are a convention, not a credential (`git+ssh://git@github.com/...`).
+URL_USERS_NOT_SECRET = frozenset(("git", "anonymous", "ftp", "hg", "svn"))
+# Connection strings and signed URLs: Azure storage and Service Bus keys, shared access signatures.
+CONN_SECRET = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=(?P<v>[^;\s\"'&<>]{6,})"
+)
+_ARG_VALUE = r"(?:(?P<q>[\"'])(?P<qv>[^\"'\r\n]{1,400})(?P=q)|(?P<v>[^\s\"']{1,400}))"
+# Passwords on command lines: the MySQL/MariaDB clients' `-pSECRET` (glued to -p; `-P` is the port),
+# a registry login's `-p`/`--password`, sshpass -p, curl -u user:secret.
+CLI_SECRETS = [
+    re.compile(r"(?i)\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mysqlsh|mysqlpump|"
+               rf"mariadb(?:-dump|-admin|-import|-check)?)\b[^\n]*?[ \t](?-i:-p){_ARG_VALUE}"),
+    re.compile(r"(?i)\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|regctl|singularity|"
+               r"apptainer)\b"
+               rf"[^\n]*?\blogin\b[^\n]*?[ \t](?:(?-i:-p)|--password)(?:[ \t]+|=){_ARG_VALUE}"),
+    re.compile(rf"(?i)\bsshpass\b[^\n]*?[ \t](?-i:-p)[ \t]*{_ARG_VALUE}"),
+    re.compile(r"(?i)\bcurl\b[^\n]*?[ \t](?:(?-i:-u)|--user)(?:[ \t]+|=)[\"']?[^\s:\"'@/]{1,64}:"
+               r"(?P<v>[^\s\"']{1,400})"),
+]
+CLI_HINTS = ("mysql", "mariadb", "login", "sshpass", "curl")
+# AWS EC2 instance ids, wherever they appear (i- and 8 or 17 hex digits).
+AWS_INSTANCE = re.compile(r"(?<![\w-])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![\w-])")
+# OpenSSH known_hosts (and authorized_keys with a host pattern): `host1,host2,[host3]:2222 KEYTYPE AAAA...`.
+KNOWN_HOSTS = re.compile(
+    r"(?m)^[ \t]*(?:@(?:cert-authority|revoked)[ \t]+)?(?P<hosts>[^\s|#@][^\s]*)[ \t]+"
+    r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp(?:256|384|521)|sk-ssh-ed25519@openssh\.com|"
+    r"sk-ecdsa-sha2-nistp256@openssh\.com|[\w.-]+-cert-v01@openssh\.com)[ \t]+AAAA"
+)
 
 _HEX_UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 GPU_UUID = re.compile(rf"(?<![\w-])(?:(?:MIG|GPU)-){{1,2}}(?P<hex>{_HEX_UUID})(?![0-9A-Fa-f])")
@@ -183,10 +216,13 @@ _PIP_TAIL = re.compile(r"^(?:[ \t]+(?:/|[A-Za-z]:\\)\S*)?[ \t]*$")
 ID_KV = re.compile(
     r"(?im)(?<![\w.])(?P<key>(?:serial(?:[ \t_]*(?:number|no\.?|#))?|serialnumber|"
     r"board[ \t_]*id|gpu[ \t_]*pdi|unique[ \t_]*id|host[ \t_]*id|fabric[ \t_]*guid|hardware[ \t_]*uuid|"
-    r"provisioning[ \t_]*udid|platform[ \t_]*uuid|machine[ \t_]*id|kern\.uuid|kern\.bootsessionuuid))"
-    r"(?:[ \t]*\([^)\n]*\))?[ \t]*[:=][ \t]*(?P<v>[^\r\n]*?)[ \t\r]*$"
+    r"provisioning[ \t_]*udid|platform[ \t_]*uuid|machine[ \t_]*id|kern\.uuid|kern\.bootsessionuuid|"
+    r"id_serial(?:_short)?|id_wwn(?:_with_extension|_vendor_extension)?|id_scsi_serial|"
+    r"instance[ \t_/-]?id|vm[ \t_-]?id))"
+    r"(?:[ \t]*\([^)\n]*\))?[ \t]*[:=][ \t]*(?P<v>[^\r\n<]*?)[ \t\r]*(?=$|<)"
 )
-ID_HINTS = ("serial", "board", "pdi", "unique", "host", "fabric", "uuid", "udid", "guid", "machine")
+ID_HINTS = ("serial", "board", "pdi", "unique", "host", "fabric", "uuid", "udid", "guid", "machine", "wwn",
+            "instance", "vm")
 XML_ID = re.compile(
     r"<(?P<tag>[\w]*serial[\w]*|board_id|host_id|gpu_fabric_guid|gpu_pdi|pdi)>"
     r"(?P<v>[^<]*)</(?P=tag)>"
@@ -375,7 +411,8 @@ def key_hint(key: Optional[str]) -> Optional[str]:
         return "serial"
     if k in ("unique_id", "board_id", "pdi", "gpu_pdi", "host_id", "gpu_fabric_guid"):
         return "serial"
-    if k in ("machine_id", "hardware_uuid", "platform_uuid", "provisioning_udid"):
+    if k in ("machine_id", "hardware_uuid", "platform_uuid", "provisioning_udid", "instance_id", "vm_id",
+             "instanceid", "vmid", "id_wwn", "id_wwn_with_extension"):
         return "machine-id"
     if k.endswith(("uuid", "guid", "udid")):
         return "uuid"

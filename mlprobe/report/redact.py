@@ -27,7 +27,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
+    AWS_INSTANCE,
     BUILDER,
+    CLI_HINTS,
+    CLI_SECRETS,
+    CONN_SECRET,
     EMAIL,
     GENERIC_NAMES,
     GPU_UUID,
@@ -38,6 +42,7 @@ from .patterns import (
     IPV4,
     IPV6,
     KFD_UNIQUE,
+    KNOWN_HOSTS,
     KINDS,
     LSPCI_DSN,
     LSUSB_SERIAL,
@@ -57,6 +62,7 @@ from .patterns import (
     TOKEN_SHAPES,
     UNAME,
     URL_CRED,
+    URL_USERS_NOT_SECRET,
     USER_KV,
     UUID,
     WIN_HOME,
@@ -223,6 +229,8 @@ class Redactor:
             self.add_host(m.group("host"))
         for m in USER_KV.finditer(text):
             self.add_user(m.group("user"))
+        for _s, _e, host in known_hosts(text):
+            self.add_host(host)
         for m in POSIX_HOME.finditer(text):
             self.add_user(m.group("user1") or m.group("user2") or "")
         for m in WIN_HOME.finditer(text):
@@ -477,7 +485,20 @@ class Redactor:
                 yield m.start(), m.end(), "secret", m.group(0)
         if "://" in text:
             for m in URL_CRED.finditer(text):
-                yield m.start("cred"), m.end("cred"), "secret", m.group("cred")
+                cred = m.group("cred")
+                if ":" not in cred and (cred.lower() in URL_USERS_NOT_SECRET or is_null(cred) or "<" in cred):
+                    continue
+                yield m.start("cred"), m.end("cred"), "secret", cred
+        if "accountkey" in low or "sharedaccess" in low or "sig=" in low:
+            for m in CONN_SECRET.finditer(text):
+                yield m.start("v"), m.end("v"), "secret", m.group("v")
+        if any(h in low for h in CLI_HINTS):
+            for rx in CLI_SECRETS:
+                for m in rx.finditer(text):
+                    g = "qv" if m.groupdict().get("qv") is not None else "v"
+                    v = m.group(g)
+                    if v and not is_null(v) and not _harmless(v):
+                        yield m.start(g), m.end(g), "secret", v
 
     def _r_names_in_context(self, text: str) -> Iterator[Span]:
         for rx in PROMPTS + [BUILDER]:
@@ -497,6 +518,8 @@ class Redactor:
             v = m.group("user")
             if not is_null(v) and v.lower() not in NOT_USERS and "<" not in v:
                 yield m.start("user"), m.end("user"), "user", v.lower()
+        for s, e, host in known_hosts(text):
+            yield s, e, "host", self._host_key(host)
 
     def _r_ids_in_context(self, text: str) -> Iterator[Span]:
         low = text.lower()
@@ -510,7 +533,9 @@ class Redactor:
                 continue
             key = m.group("key").lower()
             hint = (
-                "machine-id" if re.search(r"machine|hardware|platform|provisioning|kern\.", key) else "serial"
+                "machine-id"
+                if re.search(r"machine|hardware|platform|provisioning|kern\.|instance|vm|wwn", key)
+                else "serial"
             )
             s, e = m.start("v"), m.end("v")
             if v.startswith("{") and v.endswith("}"):
@@ -553,6 +578,10 @@ class Redactor:
             yield m.start(), m.end(), kind, key
 
     def _r_gpu_uuid(self, text: str) -> Iterator[Span]:
+        if "i-" in text:
+            for m in AWS_INSTANCE.finditer(text):
+                if not self._in_fact(m.group(0)):
+                    yield m.start(), m.end(), "machine-id", m.group(0)
         if "GPU-" not in text and "MIG-" not in text:
             return
         for m in GPU_UUID.finditer(text):
@@ -663,6 +692,30 @@ class Redactor:
 
 
 _ANY_CASE_HINTS = ("pass", "secret", "token", "key", "credential", "auth")
+_BRACKETED = re.compile(r"^\[(?P<h>[^\]]+)\](?::\d+)?$")
+
+
+def known_hosts(text: str) -> Iterator[Tuple[int, int, str]]:
+    """(start, end, host) of each host name in known_hosts lines (`a.corp,b.corp,[c.lab]:2222 ssh-ed25519
+    AAAA...`); addresses are left to the address rules, hashed entries (`|1|...`) name no host."""
+    if "AAAA" not in text:
+        return
+    for m in KNOWN_HOSTS.finditer(text):
+        pos = m.start("hosts")
+        for part in m.group("hosts").split(","):
+            start = pos
+            pos += len(part) + 1
+            name = part.lstrip("!")
+            start += len(part) - len(name)
+            b = _BRACKETED.match(name)
+            if b:
+                start += 1
+                name = b.group("h")
+            low = name.lower()
+            if not name or is_null(name) or low in GENERIC_NAMES or IPV4.fullmatch(name) or ":" in name \
+                    or not re.search(r"[A-Za-z]", name):
+                continue
+            yield start, start + len(name), name
 
 
 def _harmless(value: str) -> bool:

@@ -30,7 +30,7 @@ from .capture import (
     spec,
 )
 from .live import _early
-from .live.proc import finish_argv, run_argv
+from .live.proc import OutputCapped, finish_argv, run_argv
 
 # Environment variables that probes and rules read; captured into host.json so that a replay
 # sees the same ones. Values that look like secrets never appear here: these are all settings.
@@ -165,9 +165,16 @@ class LiveHost:
         try:
             if early is not None:
                 started, began = early
-                returncode, stdout, stderr = finish_argv(started, max(0.1, timeout - (time.perf_counter() - began)))
+                returncode, stdout, stderr = finish_argv(started, max(0.1, timeout - (time.perf_counter() - began)),
+                                                         max_bytes)
             else:
-                returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env))
+                returncode, stdout, stderr = run_argv([exe] + argv[1:], timeout, dict(self._env),
+                                                      max_bytes=max_bytes)
+        except OutputCapped as capped:
+            # stopped at the cap: what a parser can read is in its head (the scan says it was cut)
+            return Capture(name, "ok", data=capped.stdout,
+                           error=f"{argv[0]} printed more than {max_bytes} bytes; it was stopped there "
+                                 f"and the first {max_bytes} bytes are read")
         except subprocess.TimeoutExpired:
             return Capture(name, "timeout", error=f"{argv[0]} did not finish within {timeout:g} s")
         except OSError as exc:
@@ -383,6 +390,9 @@ class ReplayHost:
         else:
             raise BundleError(f"{self.source} does not exist")
         self._host_json = self._load_host_json()
+        # MLPROBE_OVERRIDE_* of the environment mlprobe runs in, applied over the bundle's own (the
+        # command layer sets them, as a live scan reads them from the environment)
+        self.extra_overrides: Dict[str, str] = {}
 
     def names(self) -> list[str]:
         """The capture names present: every entry of the folder that is there at all (a symlink or a
@@ -431,7 +441,9 @@ class ReplayHost:
         if data is None:
             return {}
         try:
-            doc = json.loads(decode(data))
+            from ..model import jsondoc
+
+            doc = jsondoc.loads(decode(data))
         except (ValueError, RecursionError) as exc:
             raise BundleError(f"host.json in {self.source} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
@@ -449,6 +461,10 @@ class ReplayHost:
         return None
 
     def env_overrides(self) -> Dict[str, str]:
+        return {**self.bundle_overrides(), **self.extra_overrides}
+
+    def bundle_overrides(self) -> Dict[str, str]:
+        """The overrides the bundle itself carries (host.json `env`), without the environment's."""
         env = self._host_json.get("env")
         if not isinstance(env, dict):
             return {}
@@ -480,13 +496,16 @@ class ReplayHost:
 
 
 def _bundle_from_report(path: Path) -> Dict[str, bytes]:
+    from ..model import jsondoc
     from ..model.validate import MAX_DOCUMENT_BYTES
 
     try:
         raw = read_regular(path, MAX_DOCUMENT_BYTES + 1)
         if len(raw) > MAX_DOCUMENT_BYTES:
             raise ValueError(f"it is larger than {MAX_DOCUMENT_BYTES >> 20} MiB")
-        doc = json.loads(raw.decode("utf-8"))
+        doc = jsondoc.loads(raw.decode("utf-8"))
+    except jsondoc.BadNumber as exc:
+        raise BundleError(f"{path}: {exc}") from None
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise BundleError(f"{path} is neither a bundle folder nor a readable JSON report: {exc}") from None
     from ..model.validate import DocumentError, check_capture_files, check_version

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 PAYLOAD = Path(__file__).with_name("payload.py")
 MARK = "@@mlprobe-verify@@ "
+# The payload's event lines are small (a result is a few kB). Anything longer is not one, and a child
+# that prints this much besides its events (a spewing `--python` target, a framework's endless log)
+# is stopped: the output is read as it comes, never held whole.
+MAX_LINE = 1024 * 1024
+MAX_OTHER_OUTPUT = 64 * 1024 * 1024
+MAX_STDERR_BYTES = 64 * 1024 * 1024
+_OVERFLOW = "\0overflow"
 
 Event = Dict[str, Any]
 EventSink = Callable[[Event], None]
@@ -34,7 +41,7 @@ _NT_CRASH = {0xC0000005: "access violation", 0xC00000FD: "stack overflow", 0xC00
 class ChildResult:
     events: List[Event] = field(default_factory=list)
     returncode: Optional[int] = None
-    ended: str = "exit"  # exit | crash | hang | timeout | start-failed
+    ended: str = "exit"  # exit | crash | hang | timeout | start-failed | overflow
     detail: str = ""  # signal name, or what failed to start
     stderr_tail: str = ""
     wall_s: float = 0.0
@@ -53,6 +60,8 @@ class ChildResult:
             return f"ran out of time ({self.detail})"
         if self.ended == "start-failed":
             return f"could not start ({self.detail})"
+        if self.ended == "overflow":
+            return f"was stopped ({self.detail})"
         if self.returncode:
             return f"exited with status {self.returncode} before finishing"
         return "stopped before finishing"
@@ -138,11 +147,34 @@ def _run_child(
         return res
 
     lines: "queue.Queue[Optional[str]]" = queue.Queue()
+    seen = [t0]  # when the child last printed a line that is no event
 
     def pump() -> None:
+        """Lines of stdout, each at most MAX_LINE characters (the rest of a longer one is dropped), until
+        the end or until MAX_OTHER_OUTPUT characters that are no event line have come."""
         assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
+        other = 0
+        skipping = False  # inside a line longer than MAX_LINE
+        try:
+            while True:
+                line = proc.stdout.readline(MAX_LINE)
+                if not line:
+                    break
+                whole = line.endswith("\n")
+                if skipping or not whole and len(line) >= MAX_LINE:
+                    skipping = not whole
+                    other += len(line)
+                elif line.startswith(MARK):
+                    lines.put(line)
+                    continue
+                else:
+                    other += len(line)
+                    seen[0] = time.monotonic()  # progress of a kind: the child is alive
+                if other > MAX_OTHER_OUTPUT:
+                    lines.put(_OVERFLOW)
+                    return
+        except (OSError, ValueError):
+            pass
         lines.put(None)
 
     reader = threading.Thread(target=pump, daemon=True)
@@ -162,11 +194,25 @@ def _run_child(
                 res.ended, res.detail = "hang", f"no progress for {allowed:g} s"
             break
         try:
-            line = lines.get(timeout=wait)
+            err_size = os.fstat(err.fileno()).st_size
+        except OSError:
+            err_size = 0
+        if err_size > MAX_STDERR_BYTES:
+            _kill_tree(proc)
+            res.ended, res.detail = "overflow", f"more than {MAX_STDERR_BYTES >> 20} MiB on stderr"
+            break
+        try:
+            line = lines.get(timeout=min(wait, 0.5))
         except queue.Empty:
+            last = max(last, seen[0])
             continue
         if line is None:
             eof = True
+            break
+        if line == _OVERFLOW:
+            _kill_tree(proc)
+            res.ended = "overflow"
+            res.detail = f"more than {MAX_OTHER_OUTPUT >> 20} MiB of output that is not verify's"
             break
         last = time.monotonic()
         if not line.startswith(MARK):
@@ -213,10 +259,14 @@ def _run_child(
         name = _crash_name(proc.returncode or 0)
         if name:
             res.ended, res.detail = "crash", name
-    err.seek(0)
-    data = err.read()
+    try:
+        err.seek(0, os.SEEK_END)
+        err.seek(max(0, err.tell() - 4000))
+        data = err.read(4000)
+    except OSError:
+        data = b""
     err.close()
-    res.stderr_tail = data[-4000:].decode("utf-8", "replace")
+    res.stderr_tail = data.decode("utf-8", "replace")
     res.wall_s = round(time.monotonic() - t0, 3)
     return res
 

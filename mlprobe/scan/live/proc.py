@@ -1,20 +1,40 @@
-"""Running an argv list (never a shell) with a hard timeout that ends the whole process group."""
+"""Running an argv list (never a shell) with a hard timeout that ends the whole process group, and
+a cap on what is kept of its output: the pipes are read as the tool writes, and a tool that prints
+more than the cap is stopped there (a `rocminfo` printing a gigabyte, an `nvidia-smi` that never
+stops), so memory stays near the cap instead of growing with the output."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any, Dict, Optional
+import threading
+import time
+from typing import IO, Any, Dict, List, Optional
+
+# What is kept of a tool's output unless the caller says otherwise (a capture's own max_bytes).
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+# stderr is only read for an error message: its head is kept, the rest read and dropped.
+MAX_STDERR_BYTES = 256 * 1024
+_CHUNK = 64 * 1024
+
+
+class OutputCapped(Exception):
+    """The tool printed more than the cap on stdout; it was stopped. Holds what was kept."""
+
+    def __init__(self, stdout: bytes, stderr: bytes, limit: int, returncode: Optional[int]) -> None:
+        super().__init__(f"more than {limit} bytes of output")
+        self.stdout, self.stderr, self.limit, self.returncode = stdout, stderr, limit, returncode
 
 
 def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = None,
-             cwd: Optional[str] = None) -> "tuple[int, bytes, bytes]":
+             cwd: Optional[str] = None, max_bytes: int = DEFAULT_MAX_BYTES) -> "tuple[int, bytes, bytes]":
     """Run an argv list (never a shell) with a hard timeout that also ends its children.
 
     subprocess.run(timeout=...) kills only the direct child and then waits for the pipes, which a
     grandchild (a wrapper script's `sleep`, a daemon) can hold open forever; so the child gets its
-    own process group and the whole group is killed. Raises subprocess.TimeoutExpired."""
-    return finish_argv(start_argv(argv, env, cwd), timeout)
+    own process group and the whole group is killed. Raises subprocess.TimeoutExpired, and
+    OutputCapped when stdout passes max_bytes (the tool is stopped at once)."""
+    return finish_argv(start_argv(argv, env, cwd), timeout, max_bytes)
 
 
 def start_argv(argv: list[str], env: Optional[Dict[str, str]] = None,
@@ -29,28 +49,103 @@ def start_argv(argv: list[str], env: Optional[Dict[str, str]] = None,
                             env=env, cwd=cwd, **kwargs)
 
 
-def finish_argv(proc: "subprocess.Popen[bytes]", timeout: float) -> "tuple[int, bytes, bytes]":
+def finish_argv(proc: "subprocess.Popen[bytes]", timeout: float,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> "tuple[int, bytes, bytes]":
     """Wait for a started argv (at most `timeout` seconds; past it its process group is killed and
-    subprocess.TimeoutExpired raised): (returncode, stdout, stderr)."""
-    out, err = communicate_or_kill(proc, timeout)
+    subprocess.TimeoutExpired raised): (returncode, stdout, stderr), stdout capped as run_argv's."""
+    out, err = communicate_or_kill(proc, timeout, max_bytes)
     return proc.returncode, out, err
 
 
-def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float) -> "tuple[bytes, bytes]":
-    """proc.communicate() with a limit; past it the child's whole process group is killed (so its
-    pipes close) and subprocess.TimeoutExpired is raised."""
-    try:
-        return proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+class _Reader(threading.Thread):
+    """Reads one pipe to its end in chunks, keeping at most `keep` bytes; `over` is set when more came."""
+
+    def __init__(self, pipe: IO[bytes], keep: int, over: Optional[threading.Event]) -> None:
+        super().__init__(daemon=True, name="mlprobe-pipe")
+        self.pipe, self.keep, self.over = pipe, keep, over
+        self.chunks: List[bytes] = []
+        self.size = 0
+
+    def run(self) -> None:
+        read = getattr(self.pipe, "read1", self.pipe.read)
+        try:
+            while True:
+                chunk = read(_CHUNK)
+                if not chunk:
+                    return
+                room = self.keep - self.size
+                if room > 0:
+                    self.chunks.append(chunk[:room])
+                    self.size += min(room, len(chunk))
+                if len(chunk) > room and self.over is not None:
+                    self.over.set()
+                    return  # the tool is being stopped; nothing more is read
+        except (OSError, ValueError):
+            return
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
+                        max_bytes: int = DEFAULT_MAX_BYTES) -> "tuple[bytes, bytes]":
+    """The child's (stdout, stderr), read as it writes, within `timeout` seconds. Past the time limit
+    the child's whole process group is killed (so its pipes close) and subprocess.TimeoutExpired is
+    raised; past `max_bytes` of stdout it is killed the same way and OutputCapped is raised with
+    the first max_bytes."""
+    over = threading.Event()
+    out_r = _Reader(proc.stdout, max_bytes, over) if proc.stdout is not None else None
+    err_r = _Reader(proc.stderr, MAX_STDERR_BYTES, None) if proc.stderr is not None else None
+    readers = [r for r in (out_r, err_r) if r is not None]
+    for r in readers:
+        r.start()
+    deadline = time.monotonic() + timeout
+    capped = False
+    while True:
+        if over.is_set():
+            capped = True
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            proc.wait(timeout=min(left, 0.05))
+        except subprocess.TimeoutExpired:
+            continue
+        # exited: the readers end when the pipes close (a grandchild holding them is waited for
+        # until the deadline, then killed with the group)
+        for r in readers:
+            r.join(timeout=max(0.0, deadline - time.monotonic()))
+        if over.is_set():
+            capped = True
+            break
+        if not any(r.is_alive() for r in readers):
+            break
+    finished = not capped and proc.returncode is not None and not any(r.is_alive() for r in readers)
+    if not finished:
         kill_tree(proc)
         try:
-            proc.communicate(timeout=2)
-        except (subprocess.TimeoutExpired, ValueError, OSError):
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
             pass
-        raise
+    for r in readers:
+        r.join(timeout=2)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+    out = out_r.data() if out_r is not None else b""
+    err = err_r.data() if err_r is not None else b""
+    if capped:
+        raise OutputCapped(out, err, max_bytes, proc.returncode)
+    if not finished:
+        raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err)
+    return out, err
 
 
-def kill_tree(proc: "subprocess.Popen[bytes]") -> None:
+def kill_tree(proc: "subprocess.Popen[Any]") -> None:
     if os.name == "posix":
         import signal
 
