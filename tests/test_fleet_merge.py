@@ -64,8 +64,9 @@ def test_plan_per_group(templates: List[Dict[str, Any]], tmp_path: Path) -> None
     assert h200["plan"]["torch"]["recipe"] == "torch-cuda"
     assert h200["installed"][0]["status"] == "ok"
     rx = next(g for label, g in by_label.items() if "6700 XT" in label)
-    assert rx["plan"]["torch"]["recipe"] == "torch-rocm"
-    assert rx["plan"]["torch"]["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
+    # AMD's own wheels have gfx1031 kernels: no override needed (the override recipe is the fallback)
+    assert rx["plan"]["torch"]["recipe"] == "torch-rocm-amd"
+    assert rx["plan"]["torch"]["env"] == {}
     old = next(g for label, g in by_label.items() if "Opteron" in label)
     assert old["plan"]["tensorflow"] is None  # no AVX: no TensorFlow wheel fits
     assert old["plan"]["torch"]["recipe"] == "torch-cpu"
