@@ -259,14 +259,9 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
     argv = dry_run_argv(pip_cmd, packages, sources, ignore_installed=ignore_installed,
                         python_version=python_version, platforms=platforms, cache=cache)
     shown = " ".join(argv)
-    started = time.perf_counter()
-    try:
-        cp = run_quiet(argv, timeout=timeout, env=pip_env(sources))
-    except Exception as exc:  # TimeoutExpired, OSError
-        return Resolution(ok=False, command=shown, seconds=time.perf_counter() - started,
-                          failure=Failure("other", "pip's dry run did not finish", str(exc)[:300],
-                                          "run again; read the index checks above", "E506"))
-    seconds = time.perf_counter() - started
+    cp, seconds, gone = _run_resolver("pip", argv, shown, pip_env(sources), timeout)
+    if cp is None:
+        return gone
     if cp.returncode != 0:
         failure = own_python_check(cp.stderr, python_version) or \
             classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "pip")
@@ -279,6 +274,21 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
                           failure=Failure("other", "pip's dry run gave no readable report", str(exc),
                                           "pip >= 22.2 is needed for --report; upgrade pip", "E506"))
     return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
+
+
+def _run_resolver(tool: str, argv: List[str], shown: str, env: Dict[str, str], timeout: float,
+                  stdin: Optional[str] = None) -> "Tuple[Any, float, Resolution]":
+    """(the finished process or None, seconds, the Resolution to return when it did not finish)."""
+    started = time.perf_counter()
+    try:
+        cp = run_quiet(argv, timeout=timeout, env=env, stdin=stdin)
+    except Exception as exc:  # TimeoutExpired, OSError
+        seconds = time.perf_counter() - started
+        return None, seconds, Resolution(
+            ok=False, command=shown, seconds=seconds,
+            failure=Failure("other", f"{tool}'s dry run did not finish", str(exc)[:300],
+                            "run again; read the index checks above", "E506"))
+    return cp, time.perf_counter() - started, Resolution(ok=False)
 
 
 _UV_INSTALL_ONLY = frozenset({"--require-hashes", "--verify-hashes", "--no-verify-hashes"})
@@ -326,14 +336,9 @@ def uv_dry_run(uv: str, python: str, packages: Sequence[str], sources: Sources, 
         argv = [uv, "pip", "install", "--dry-run", "--python", python, *src, *extra, *packages]
         stdin = None
     shown = " ".join(argv if stdin is None else argv + ["<<<", " ".join(packages)])
-    started = time.perf_counter()
-    try:
-        cp = run_quiet(argv, timeout=timeout, env=env, stdin=stdin)
-    except Exception as exc:  # TimeoutExpired, OSError
-        return Resolution(ok=False, command=shown, seconds=time.perf_counter() - started,
-                          failure=Failure("other", "uv's dry run did not finish", str(exc)[:300],
-                                          "run again; read the index checks above", "E506"))
-    seconds = time.perf_counter() - started
+    cp, seconds, gone = _run_resolver("uv", argv, shown, env, timeout, stdin)
+    if cp is None:
+        return gone
     if cp.returncode != 0:
         return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
                           failure=classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "uv"))
