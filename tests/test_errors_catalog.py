@@ -58,4 +58,4 @@ def test_the_scan_finds_references_in_each_form_the_code_writes() -> None:
     refs = used()
     assert "E513" in refs and "mlprobe/install/steps.py" in refs["E513"]  # ref="E513"
     assert "E002" in refs  # a positional argument: _json_error(argv, "E002", ...)
-    assert "E402" not in refs  # `# noqa: E402` is ruff's, not mlprobe's
+    assert "E402" not in refs  # the lint code in the payload's noqa comments is ruff's, not mlprobe's
