@@ -79,6 +79,20 @@ class TorchBackend(object):
             for i in range(xpu.device_count()):
                 found.append({"id": "xpu:%d" % i, "kind": "xpu", "name": xpu.get_device_name(i),
                               "api": "level-zero"})
+        if find_spec("torch_npu"):
+            # Huawei Ascend: torch-npu adds torch.npu (it registers itself from 2.5.1; importing it
+            # first is what Ascend recommends, and what older releases need)
+            try:
+                import torch_npu  # noqa: F401
+                npu = getattr(t, "npu", None)
+                for i in range(npu.device_count() if npu is not None and npu.is_available() else 0):
+                    found.append({"id": "npu:%d" % i, "kind": "npu", "name": npu.get_device_name(i), "api": "cann"})
+                if npu is not None and not npu.is_available():
+                    missing.append({"id": "npu", "kind": "npu",
+                                    "reason": "torch-npu is installed but torch.npu.is_available() is False: no "
+                                              "usable NPU, driver or CANN environment (set_env.sh)"})
+            except Exception as exc:
+                missing.append({"id": "npu", "kind": "npu", "reason": "torch_npu failed: " + short_error(exc)})
         if find_spec("torch_directml"):
             try:
                 import torch_directml
@@ -105,6 +119,8 @@ class TorchBackend(object):
             t.mps.synchronize()
         elif kind == "xpu":
             t.xpu.synchronize(self._dev(dev))
+        elif kind == "npu":
+            t.npu.synchronize(self._dev(dev))
         elif kind == "directml" and value is not None:
             value.item()  # no synchronize API: reading a result back waits for the queue
 
@@ -204,6 +220,8 @@ class TorchBackend(object):
             t.cuda.reset_peak_memory_stats(d)
         elif dev["kind"] == "xpu" and hasattr(t.xpu, "reset_peak_memory_stats"):
             t.xpu.reset_peak_memory_stats(d)
+        elif dev["kind"] == "npu":
+            t.npu.reset_peak_memory_stats(d)
 
         def step():
             opt.zero_grad()
@@ -236,6 +254,9 @@ class TorchBackend(object):
         elif kind == "xpu":
             out["max_memory_allocated_bytes"] = int(t.xpu.max_memory_allocated(d))
             out["memory_source"] = "torch.xpu.max_memory_allocated"
+        elif kind == "npu":
+            out["max_memory_allocated_bytes"] = int(t.npu.max_memory_allocated(d))
+            out["memory_source"] = "torch.npu.max_memory_allocated"
         elif kind == "directml":
             out["memory_source"] = None
             out["note"] = "torch-directml reports no device memory counter"
