@@ -90,7 +90,7 @@ def test_user_sources_override_the_recipe() -> None:
     assert source_args(s) == ["--no-index", "--find-links", w]
     with pytest.raises(StageError) as e:
         build_plan(Recommendation.from_json(rec), InstallOptions(no_index=True))
-    assert e.value.ref == "E513"
+    assert e.value.ref == "E523"
     with pytest.raises(StageError):
         build_plan(Recommendation.from_json(rec), InstallOptions(use_pip_config=True, index_url="http://x.invalid/"))
 

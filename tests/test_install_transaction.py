@@ -448,7 +448,7 @@ def test_uv_installs_and_rolls_back(work: Path, index: LocalIndex) -> None:
 def test_use_pip_config_means_pip_even_with_uv(work: Path, index: LocalIndex) -> None:
     cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--use-pip-config", "--find-links",
              str(index.folder), "--installer", "uv")
-    assert cp.returncode == 2 and "[E513]" in cp.stderr
+    assert cp.returncode == 2 and "[E523]" in cp.stderr
 
 
 # ---------------------------------------------------------------- interpreters ---------------

@@ -1,37 +1,104 @@
-"""The payload's pure parts, imported here as a module (it runs as a script in the target): data
+"""The payload's pure parts, imported here as modules (it runs as a script in the target): data
 generators, statistics, the float64 numpy reference of the CNN (checked against finite differences
-and, where torch exists, against torch), and Python 3.7 syntax."""
+and, where torch exists, against torch), Python 3.7 syntax, and how the package loads in the target:
+only the backend a run names, by a private package name, with nothing of mlprobe on its path."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import math
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from mlprobe.verify import payload as P
+from mlprobe.verify import runner
 from mlprobe.verify.child import PAYLOAD
+from mlprobe.verify.payload import _harness as P
+from mlprobe.verify.payload._numpy_ref import np_cnn_loss_grads
 
 HAS_NUMPY = importlib.util.find_spec("numpy") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+FILES = sorted(PAYLOAD.parent.glob("*.py"))
+BACKENDS = [f.stem for f in FILES if not f.stem.startswith("_")]
 
 
-def test_payload_is_python37_syntax() -> None:
-    ast.parse(PAYLOAD.read_text(encoding="utf-8"), feature_version=(3, 7))
+def test_the_package_has_its_backends() -> None:
+    assert PAYLOAD.name == "__main__.py" and PAYLOAD.is_file()
+    assert set(BACKENDS) == set(runner.FRAMEWORKS)  # one file per framework the registry says it trains
 
 
-def test_payload_imports_only_the_standard_library_at_top_level() -> None:
-    tree = ast.parse(PAYLOAD.read_text(encoding="utf-8"))
-    top = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_payload_is_python37_syntax(path: object) -> None:
+    ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 7))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_payload_imports_only_the_standard_library_and_its_own_files_at_top_level(path: object) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+    top, own = set(), set()
+    for node in ast.walk(tree) if path.name == "__main__.py" else tree.body:  # type: ignore[attr-defined]
+        if isinstance(node, ast.Import) and node.col_offset == 0:
             top.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            top.add((node.module or "").split(".")[0])
-    assert top <= {"json", "math", "os", "platform", "random", "sys", "time", "traceback"}
+        elif isinstance(node, ast.ImportFrom) and node.col_offset == 0:
+            if node.level:
+                own.add(node.module or "")
+            else:
+                top.add((node.module or "").split(".")[0])
+    assert top <= {"json", "math", "os", "platform", "random", "sys", "time", "traceback", "importlib"}
+    # a backend shares code through the harness and the numpy reference, never through another backend
+    assert own <= {"_harness", "_numpy_ref"}
+
+
+def _run(*args: str, cwd: object = None) -> tuple:
+    """Run the payload as the child does, and list the modules it had loaded when it ended."""
+    wrapper = ("import atexit, runpy, sys\n"
+               "atexit.register(lambda: sys.__stderr__.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+               "sys.argv = sys.argv[1:]\n"
+               "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    out = subprocess.run([sys.executable, "-c", wrapper, str(PAYLOAD), *args], capture_output=True,
+                         text=True, timeout=120, cwd=cwd)
+    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("MODULES "))
+    mark = "@@mlprobe-verify@@ "
+    return set(line.split()[1:]), [json.loads(ln[len(mark):]) for ln in out.stdout.splitlines() if ln.startswith(mark)]
+
+
+def test_a_run_loads_only_the_backend_it_names_and_nothing_of_mlprobe(tmp_path: object) -> None:
+    mods, events = _run("run", json.dumps({"framework": "plaidml", "enumerate_only": True}), cwd=tmp_path)
+    assert "_mlprobe_payload.plaidml" in mods and "_mlprobe_payload._harness" in mods
+    for other in set(BACKENDS) - {"plaidml"}:
+        assert "_mlprobe_payload." + other not in mods
+    assert not [m for m in mods if m == "mlprobe" or m.startswith("mlprobe.")]
+    assert events[-1]["event"] in ("fatal", "done")  # plaidml is absent here: a fatal import, said
+
+
+def test_discover_imports_no_framework() -> None:
+    mods, events = _run("discover", json.dumps({"frameworks": list(runner.FRAMEWORKS) + ["nothing"]}))
+    assert not {"torch", "tensorflow", "jax", "plaidml"} & mods
+    (ev,) = [e for e in events if e["event"] == "discover"]
+    assert set(ev["frameworks"]) >= set(runner.FRAMEWORKS) | {"numpy", "keras", "torch_directml"}
+    assert ev["frameworks"]["nothing"]["importable"] is False
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+def test_the_torch_backend_file_does_not_shadow_torch() -> None:
+    import torch
+
+    _, events = _run("run", json.dumps({"framework": "torch", "enumerate_only": True}))
+    hello = next(e for e in events if e["event"] == "hello")
+    assert hello["version"] == torch.__version__
+    assert [d["id"] for d in next(e for e in events if e["event"] == "devices")["devices"]][0] == "cpu"
+
+
+def test_the_runner_states_and_sends_the_payload_defaults() -> None:
+    for key in ("loss_rtol", "grad_rtol", "learn_target", "speed_batch"):
+        assert runner.TOLERANCES[key] == P.DEFAULTS[key]
+    quick = P.settings({"quick": True, "learn_max_s": 60.0, "speed_repeats": 9})
+    assert quick["speed_repeats"] == 3 and quick["learn_max_s"] == 15.0 and quick["loss_rtol"] == P.DEFAULTS["loss_rtol"]
+    assert P.settings(quick) == quick  # the runner's config, read again in the child, says the same
 
 
 def test_discover_runs_on_python37_when_present() -> None:
@@ -111,7 +178,7 @@ def test_numpy_reference_gradients_match_finite_differences() -> None:
     w = [rng.uniform(-0.1, 0.1, size=s) if len(s) > 1 else rng.uniform(-0.05, 0.05, size=s) for s in shapes]
     x = rng.rand(2, 28, 28, 1)
     y = np.array([3, 7])
-    _, grads = P.np_cnn_loss_grads(np, w, x, y, clip=0.0)
+    _, grads = np_cnn_loss_grads(np, w, x, y, clip=0.0)
     assert [g.shape for g in grads] == shapes
     eps = 1e-6
     for i, idx in [(0, (1, 2, 0, 5)), (1, (3,)), (2, (0, 1, 4, 9)), (4, (100, 7)), (6, (5, 3)), (7, (3,))]:
@@ -119,7 +186,7 @@ def test_numpy_reference_gradients_match_finite_differences() -> None:
         minus = [a.copy() for a in w]
         plus[i][idx] += eps
         minus[i][idx] -= eps
-        num = (P.np_cnn_loss_grads(np, plus, x, y, 0.0)[0] - P.np_cnn_loss_grads(np, minus, x, y, 0.0)[0]) / (2 * eps)
+        num = (np_cnn_loss_grads(np, plus, x, y, 0.0)[0] - np_cnn_loss_grads(np, minus, x, y, 0.0)[0]) / (2 * eps)
         assert grads[i][idx] == pytest.approx(num, rel=1e-4, abs=1e-8), (i, idx)
 
 
@@ -148,7 +215,7 @@ def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
                c2.weight.detach().numpy().transpose(2, 3, 1, 0), c2.bias.detach().numpy(),
                chw_to_hwc_rows(l1.weight), l1.bias.detach().numpy(), l2.weight.detach().numpy().T,
                l2.bias.detach().numpy()]
-    ref_loss, grads = P.np_cnn_loss_grads(np, weights, x.numpy().transpose(0, 2, 3, 1), np.array(ys), clip=0.0)
+    ref_loss, grads = np_cnn_loss_grads(np, weights, x.numpy().transpose(0, 2, 3, 1), np.array(ys), clip=0.0)
     assert ref_loss == pytest.approx(loss.item(), rel=1e-10)
     np.testing.assert_allclose(grads[2], c2.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[4], chw_to_hwc_rows(l1.weight.grad), rtol=1e-8, atol=1e-12)

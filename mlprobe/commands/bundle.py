@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             raise MlprobeError("--reuse-installed: the bundle has no pip-list.txt",
                                why="the packages of that machine's Python are not in its capture",
                                next_step="capture `python -m pip list > pip-list.txt` beside it, or leave out "
-                                         "--reuse-installed", ref="E538", exit_code=EXIT_USAGE)
+                                         "--reuse-installed", ref="E546", exit_code=EXIT_USAGE)
         provided = parse_installed(cap.text())
     result = _make(iplan, target, out, str(args.replay), provided)
     if args.json:
@@ -196,7 +196,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise MlprobeError(f"cannot read the fleet report {args.fleet}", why=str(exc),
                            next_step="pass a file from `mlprobe fleet scan` or `fleet merge --embed-reports`",
-                           ref="E538", exit_code=EXIT_USAGE) from None
+                           ref="E906", exit_code=EXIT_USAGE) from None
     nodes = [n for n in doc.get("nodes") or [] if isinstance(n, dict)]
     groups: Dict[str, Tuple["InstallPlan", "BundleTarget", List[str]]] = {}
     skipped: List[str] = []
@@ -217,7 +217,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
     if not groups:
         raise MlprobeError("no node of the fleet gets a bundle", why="; ".join(skipped[:6]) or "no nodes",
                            next_step="make the fleet report with the nodes' reports (`fleet merge "
-                                     "--embed-reports`, or `fleet scan`)", ref="E538", exit_code=EXIT_USAGE)
+                                     "--embed-reports`, or `fleet scan`)", ref="E544", exit_code=EXIT_USAGE)
     tmp = partial_folder(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -8,6 +8,7 @@ import sys
 from typing import Any, Dict, Optional
 
 from ..errors import EXIT_USAGE, MlprobeError
+from ..model.vocabulary import vocabulary
 from ..scan.capture import BundleError, Host
 from ..scan.host import open_replay, shared_live_host
 
@@ -143,10 +144,14 @@ def keep_seconds(text: str) -> float:
     return value
 
 
-# What `verify --device` accepts: a kind or API (cuda, rocm, mps, ...), with an optional index
-# (cuda:1), or a PlaidML device id (llvm_cpu.0, opencl_amd_gfx1031.0, metal_amd_radeon_pro_5600m.0).
-DEVICE_KINDS = ("cpu", "cuda", "rocm", "hip", "mps", "xpu", "directml", "dml", "gpu", "metal", "opencl",
-                "level-zero")
+# What `verify --device` accepts: a backend of the registry (cuda, rocm, mps, npu, ...) or one of the
+# names the frameworks give the same devices (hip, dml, level-zero, gpu for any), with an optional
+# index (cuda:1), or a PlaidML device id (llvm_cpu.0, opencl_amd_gfx1031.0, metal_amd_radeon_pro_5600m.0).
+# The backends are read from the registry (a new device kind is a row of data); plaidml and vpu name
+# stacks, not device kinds.
+DEVICE_KINDS = tuple(dict.fromkeys(
+    ("cpu", "gpu") + tuple(b for b in vocabulary().backend_ids() if b not in ("plaidml", "vpu"))
+    + ("hip", "dml", "level-zero")))
 
 
 def device(text: str) -> str:

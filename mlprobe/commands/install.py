@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
             from ..errors import EXIT_USAGE, MlprobeError
 
             raise MlprobeError("--from-lock with --replay", why="a lock is installed on the machine it is for",
-                               next_step="leave out --replay", ref="E532", exit_code=EXIT_USAGE)
+                               next_step="leave out --replay", ref="E523", exit_code=EXIT_USAGE)
         plan.lock_file = str(Path(args.from_lock).expanduser().absolute())
     overrides = _overrides(report)
     if overrides and not args.json:

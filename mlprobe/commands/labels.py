@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         ui.note("labels made from overridden facts: "
                 + ", ".join(f"{ui.safe_line(k)}={ui.safe_line(v)}" for k, v in overrides.items()))
     if len(text.encode("utf-8")) > MAX_FILE_BYTES:
-        raise MlprobeError("the labels exceed node-feature-discovery's 64 kB feature-file limit", ref="E908")
+        raise MlprobeError("the labels exceed node-feature-discovery's 64 kB feature-file limit", ref="E909")
     if args.json:
         sys.stdout.write(json.dumps(labels, indent=2) + "\n")
     elif not args.output:

@@ -124,7 +124,7 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
         return TargetEnv(mode="replay", path=None, python="", info=None, target=target)
     if opts.system:
         if opts.venv:
-            raise StageError("--system and --venv exclude each other", next_step="keep one", ref="E513",
+            raise StageError("--system and --venv exclude each other", next_step="keep one", ref="E523",
                              kind="usage")
         base = find_python(opts.python)
         info = inspect_interpreter(base)
@@ -139,7 +139,7 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
                 and info.major_minor != opts.python:
             raise StageError(f"{path} runs Python {info.major_minor}, not {opts.python}",
                              next_step="leave out --python to reuse it, or pick another --venv PATH",
-                             ref="E510", kind="usage")
+                             ref="E527", kind="usage")
         return TargetEnv(mode="venv", path=path, python=info.executable, info=info, target=_target_of(info),
                          state=state)
     base = find_python(opts.python)
@@ -231,7 +231,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
                     f"the target is {env.target.python_version}",
                     next_step="pass --python X.Y with a version that fits "
                               "(that interpreter must be installed)",
-                    ref="E510", kind="unavailable")
+                    ref="E528", kind="unavailable")
         except InvalidSpecifier:
             plan.warnings.append(f"the recipe's python requirement {plan.python_spec!r} is unreadable")
     backend: Optional[Backend] = None
@@ -240,7 +240,7 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, 
         backend = choose_backend(opts.installer, plan.sources, env.python, env.info.has_pip, pip_only)
         if pip_only and opts.installer == "uv":
             raise StageError("--use-pip-config needs pip", why="uv does not read pip's configuration",
-                             next_step="leave out --installer uv", ref="E513", kind="usage")
+                             next_step="leave out --installer uv", ref="E523", kind="usage")
     aside = set_aside(plan.sources, backend.name if backend else "pip")
     if aside:
         plan.notes.append("set aside for this install (they would add sources or packages the recipe does "
@@ -463,7 +463,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
             if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
                 raise StageError("internal error: the install command does not name the venv's python",
-                                 why=" ".join(argv[:6]), ref="E506", kind="failure")
+                                 why=" ".join(argv[:6]), ref="E000", kind="failure")
             r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
                           on_start=on_child)
             if r.rc != 0:
@@ -710,7 +710,7 @@ def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
         from ..shims.plaidml_compat import install_shim
     except ImportError as exc:
         raise StageError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
-                         next_step="update mlprobe", ref="E506", kind="unavailable") from None
+                         next_step="update mlprobe", ref="E529", kind="unavailable") from None
     out = install_shim(info.purelib)
     transcript.note(f"shim {shim} installed into {info.purelib}: {out}")
 

@@ -315,7 +315,7 @@ def pip_command(target_python: str, target_has_pip: bool) -> List[str]:
         why="that interpreter has no pip, and the one running mlprobe has none new enough to drive it "
             f"(pip >= {'.'.join(map(str, PIP_MIN_FOR_PYTHON_OPTION))} has --python)",
         next_step=f"`{target_python} -m ensurepip`, or install uv",
-        ref="E506", kind="unavailable",
+        ref="E539", kind="unavailable",
     )
 
 
@@ -370,7 +370,7 @@ def choose_backend(prefer: str, sources: Sources, python: str, has_pip: bool,
         from ..errors import StageError
 
         raise StageError("uv is not on PATH", why="--installer uv was asked for",
-                         next_step="install uv, or use --installer pip", ref="E506", kind="usage")
+                         next_step="install uv, or use --installer pip", ref="E541", kind="usage")
     try:
         pip: Tuple[str, ...] = tuple(pip_command(python, has_pip))
     except Exception:

@@ -288,7 +288,7 @@ def _resolve_into(plan: InstallPlan, target: BundleTarget, pip_cmd: Sequence[str
         return locks.entries_from_pip_report(Path(report).read_text(encoding="utf-8"))
     except (ParseError, OSError) as exc:
         raise StageError("pip's dry run gave no readable report", why=str(exc),
-                         next_step="pip >= 22.2 is needed for --report; upgrade pip", ref="E506",
+                         next_step="pip >= 22.2 is needed for --report; upgrade pip", ref="E539",
                          kind="failure") from None
 
 

@@ -76,7 +76,7 @@ def _pylock() -> Any:
         raise StageError("this Python's packaging cannot read or write pylock.toml",
                          why=f"packaging {getattr(packaging, '__version__', '?')} has no pylock module",
                          next_step="python -m pip install --upgrade \"packaging>=26.1\" where mlprobe runs",
-                         ref="E532", kind="unavailable") from None
+                         ref="E543", kind="unavailable") from None
     return pylock
 
 
@@ -257,7 +257,7 @@ def loads_toml(text: str) -> Dict[str, Any]:
             import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
         except ImportError:
             raise StageError("reading pylock.toml needs tomli on Python < 3.11",
-                             next_step="python -m pip install tomli", ref="E532", kind="unavailable") from None
+                             next_step="python -m pip install tomli", ref="E543", kind="unavailable") from None
     doc = tomllib.loads(text)
     assert isinstance(doc, dict)
     return doc
@@ -334,6 +334,6 @@ def environment_of(python: str, timeout: float = 60.0) -> Dict[str, str]:
     cp = run_quiet([python, "-I", "-c", ENVIRONMENT_SNIPPET], timeout=timeout, env=python_quiet_env())
     if cp.returncode != 0:
         raise StageError(f"cannot read the marker environment of {python}", why=cp.stderr.strip()[-300:],
-                         next_step="check that this interpreter starts", ref="E511", kind="failure")
+                         next_step="check that this interpreter starts", ref="E542", kind="failure")
     doc = json.loads(cp.stdout.strip().splitlines()[-1])
     return {str(k): str(v) for k, v in doc.items()}

@@ -272,7 +272,7 @@ def dry_run(pip_cmd: Sequence[str], packages: Sequence[str], sources: Sources, *
     except ParseError as exc:
         return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
                           failure=Failure("other", "pip's dry run gave no readable report", str(exc),
-                                          "pip >= 22.2 is needed for --report; upgrade pip", "E506"))
+                                          "pip >= 22.2 is needed for --report; upgrade pip", "E539"))
     return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
 
 

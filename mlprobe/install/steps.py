@@ -142,16 +142,16 @@ def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Recommen
             raise StageError(
                 f"recipe {recipe} does not fit this machine",
                 why="; ".join(map(str, _as_list(why))) or "the plan rejected it",
-                next_step="`mlprobe plan` lists the recipes that fit", ref="E513", kind="unavailable")
+                next_step="`mlprobe plan` lists the recipes that fit", ref="E525", kind="unavailable")
         names = ", ".join(str(r.get("recipe")) for r in recs) or "none"
         raise StageError(f"no recipe {recipe} in the plan", why=f"the plan has: {names}",
                          next_step="`mlprobe plan` lists the recipes; pass one of them with --recipe",
-                         ref="E513", kind="usage")
+                         ref="E524", kind="usage")
     if not recs:
         raise StageError("no recipe fits this machine for that framework",
                          why="the plan recommends nothing",
                          next_step="`mlprobe plan` says why each recipe was rejected; try --framework any",
-                         ref="E513", kind="unavailable")
+                         ref="E525", kind="unavailable")
     return _recommendation(recs[0])
 
 
@@ -187,11 +187,11 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
     if opts.use_pip_config and (opts.index_url or opts.no_index):
         raise StageError("--use-pip-config cannot be combined with --index-url or --no-index",
                          why="--use-pip-config lets pip's configuration choose the sources",
-                         next_step="keep one of them", ref="E513", kind="usage")
+                         next_step="keep one of them", ref="E523", kind="usage")
     if opts.no_index and not opts.find_links:
         raise StageError("--no-index needs --find-links DIR",
                          why="with no index there is nothing to install from",
-                         next_step="add --find-links DIR (a folder of wheels)", ref="E513",
+                         next_step="add --find-links DIR (a folder of wheels)", ref="E523",
                          kind="usage")
     index_url, extra, find = _checked_sources(opts)
     if opts.use_pip_config:

@@ -143,7 +143,7 @@ def list_distributions(python: str, timeout: float = 120.0) -> List[Dict[str, An
     cp = run_quiet([python, "-I", "-c", _DISTS], timeout=timeout, env=python_quiet_env())
     if cp.returncode != 0:
         raise StageError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
-                         next_step="check that this interpreter starts", ref="E511")
+                         next_step="check that this interpreter starts", ref="E542")
     doc = json.loads(cp.stdout.strip().splitlines()[-1])
     return doc if isinstance(doc, list) else []
 

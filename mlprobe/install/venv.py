@@ -127,7 +127,7 @@ def find_python(version: Optional[str]) -> str:
             return path
         raise StageError(f"no interpreter at {version}",
                          next_step="pass --python X.Y or a path that exists",
-                         ref="E510", kind="usage")
+                         ref="E526", kind="usage")
     for cand in _candidates(version):
         if _runs_as(cand, version):
             return cand

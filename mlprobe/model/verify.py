@@ -1,7 +1,7 @@
 """The verify result as typed, frozen contracts: what `run_verify` returns and `mlprobe verify --json`
 prints (and a report embeds under `verify`). JSON in and out through model/contract.py; the stage
 records a payload writes (correctness, learning, speed, proof, failure) stay JSON objects, described
-in verify/payload.py. verify/schema.py is the published schema (with the verdict and framework
+in verify/payload/_harness.py. verify/schema.py is the published schema (with the verdict and framework
 enums); a test checks it against these types field by field."""
 
 from __future__ import annotations

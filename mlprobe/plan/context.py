@@ -75,6 +75,7 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
     os_, cpu, py, rt = part(rep, "os"), part(rep, "cpu"), part(rep, "python"), part(rep, "runtimes")
     cuda: Optional[Dict[str, Any]] = part(rt, "cuda") if isinstance(rt.get("cuda"), dict) else None
     ocl: Optional[Dict[str, Any]] = part(rt, "opencl") if isinstance(rt.get("opencl"), dict) else None
+    cann: Optional[Dict[str, Any]] = part(rt, "cann") if isinstance(rt.get("cann"), dict) else None
     gpus = []
     for g in _dicts(rep.get("gpus")):
         gpus.append(
@@ -135,6 +136,7 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
             if cuda
             else None,
             "opencl": {"platforms": platforms} if ocl is not None else None,
+            "cann": {"version": _s(cann.get("version")), "installed": _b(cann.get("installed"))} if cann else None,
         },
         "frameworks": [
             {k: _s(f.get(k)) for k in ("name", "version", "flavour", "cuda", "hip")}
@@ -321,6 +323,16 @@ def _opencl(ocl: Optional[Dict[str, Any]], gpus: List[Dict[str, Any]]) -> Dict[s
     return {"known": ocl is not None, "devices": devs, "gpu_devices": gpu_devs, "gpu_count": len(gpu_devs)}
 
 
+def _ascend(gpus: List[Dict[str, Any]], cann: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3"), the part
+    torch-npu's builds are matched on."""
+    npus = [g for g in gpus if g.get("vendor") == "huawei" and "npu" in g.get("apis", [])]
+    version = (cann or {}).get("version")
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return {"count": len(npus), "npus": npus, "cann_installed": (cann or {}).get("installed"), "cann_version": version,
+            "cann_series": f"{m.group(1)}.{m.group(2)}" if m else None}
+
+
 def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -> Ctx:
     """The flat, evidence-based view the conditions read. `python` (X.Y) overrides the target."""
     report = sanitise_report(report)
@@ -372,6 +384,7 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
         "jetson": (rt.get("cuda") or {}).get("jetson"),
         "amd": _amd(gpus),
         "intel": {"count": len(intel), "gpus": intel},
+        "ascend": _ascend(gpus, rt.get("cann")),
         "apple": {"count": sum(1 for g in metal if g.get("vendor") == "apple")},
         "metal": {"count": len(metal), "gpus": metal},
         "directml": {"count": len(dml), "gpus": dml, "discrete": any(not g.get("integrated") for g in dml)},

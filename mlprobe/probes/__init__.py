@@ -23,6 +23,7 @@ PROBES: List[Tuple[str, str]] = [
     ("apple", "mlprobe.probes.apple"),
     ("windows", "mlprobe.probes.windows"),
     ("intel", "mlprobe.probes.intel"),
+    ("ascend", "mlprobe.probes.ascend"),
     ("pci", "mlprobe.probes.pci"),
     ("usb", "mlprobe.probes.usb"),
     ("collect_env", "mlprobe.probes.collect_env"),
@@ -34,7 +35,8 @@ PROBES: List[Tuple[str, str]] = [
 ]
 
 # GPU merge priority: earlier sources win a field.
-GPU_SOURCE_ORDER = ["nvidia", "jetson", "rocm", "apple", "windows", "intel", "collect_env", "pci", "opencl"]
+GPU_SOURCE_ORDER = ["nvidia", "jetson", "rocm", "apple", "windows", "intel", "ascend", "collect_env", "pci",
+                    "opencl"]
 
 ProbeFn = Callable[..., Contribution]
 

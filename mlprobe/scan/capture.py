@@ -8,6 +8,7 @@ ask a Host for captures by name and never touch the machine themselves.
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Protocol, Tuple
 
@@ -124,6 +125,12 @@ SPECS: Dict[str, CaptureSpec] = {
         # the DRM cards (Linux only) cannot name, on Windows too.
         CaptureSpec("sycl-ls.txt", argv=("sycl-ls",), timeout=20.0,
                     alt_paths=("/opt/intel/oneapi/compiler/latest/bin/sycl-ls",)),
+        # Huawei Ascend: the driver's tool, and the CANN toolkit's install record (its folder is named
+        # for the machine's architecture, as platform.machine() says it: x86_64, aarch64).
+        CaptureSpec("npu-smi-info.txt", argv=("npu-smi", "info"), systems=("Linux",), timeout=10.0,
+                    alt_paths=("/usr/local/sbin/npu-smi",)),
+        CaptureSpec("ascend-toolkit-install-info.txt", systems=("Linux",),
+                    path=f"/usr/local/Ascend/ascend-toolkit/latest/{platform.machine()}-linux/ascend_toolkit_install.info"),
         CaptureSpec("xpu-smi-discovery.txt", argv=("xpu-smi", "discovery"), systems=("Linux", "Windows"),
                     timeout=20.0),
         # -- CPUs known by name, and NVIDIA Jetson / Tegra boards (one block) --

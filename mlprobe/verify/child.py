@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 if TYPE_CHECKING:
     from .overlap import TimingGate
 
-PAYLOAD = Path(__file__).with_name("payload.py")
+# The payload package, run by its path in the target interpreter (its __main__ keeps sys.path free of
+# the folder and of mlprobe itself).
+PAYLOAD = Path(__file__).with_name("payload") / "__main__.py"
 MARK = "@@mlprobe-verify@@ "
 # The payload's event lines are small (a result is a few kB). Anything longer is not one, and a child
 # that prints this much besides its events (a spewing `--python` target, a framework's endless log)
@@ -104,7 +106,7 @@ def run_child(
     on_event: Optional[EventSink] = None,
     gate: Optional["TimingGate"] = None,
 ) -> ChildResult:
-    """Run `python payload.py *args`; collect MARK-prefixed JSON lines from its stdout. With a
+    """Run `python payload/__main__.py *args`; collect MARK-prefixed JSON lines from its stdout. With a
     `gate`, the child runs beside others and its timed loops wait for the gate (verify/overlap.py)."""
     if gate is None:
         return _run_child(python, args, env, timeout, stall, on_event, None)

@@ -19,15 +19,19 @@ from . import verdict as V
 from .child import ChildResult, EventSink, child_env, run_child
 from .devicecheck import VISIBILITY, Listing, diagnose, matches, probe_loaders
 from .overlap import TimingGate, run_lanes
+from .payload._harness import DEFAULTS as PAYLOAD_DEFAULTS
 
 SCHEMA = "mlprobe.verify/1"
 FRAMEWORKS = vocabulary().payload_frameworks()  # what the payload trains itself
 FRAMEWORK_CHOICES = ("any",) + vocabulary().verify_choices()
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_STALL = 180.0
-# What the payload measures against (its DEFAULTS), stated in every result.
-TOLERANCES = {"loss_rtol": 5e-3, "grad_rtol": 2e-2, "learn_target": 0.90,
-              "accelerated_at": V.ACCELERATED_AT, "speed_batch": 128}
+# What the payload measures against (its DEFAULTS, the one source: every child gets them in its
+# config), stated in every result.
+TOLERANCES: Dict[str, Any] = {
+    "loss_rtol": PAYLOAD_DEFAULTS["loss_rtol"], "grad_rtol": PAYLOAD_DEFAULTS["grad_rtol"],
+    "learn_target": PAYLOAD_DEFAULTS["learn_target"], "accelerated_at": V.ACCELERATED_AT,
+    "speed_batch": PAYLOAD_DEFAULTS["speed_batch"]}
 PLAIDML_CPU_NOTE = ("PlaidML's {id} is its LLVM CPU device: it runs on the CPU, not on a GPU, and "
                     "accelerates nothing")
 
@@ -63,7 +67,10 @@ def resolve_python(python: Optional[str]) -> str:
 def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]] = None,
              gate: Optional[TimingGate] = None) -> Dict[str, Any]:
     """Which frameworks the target can import (importlib.util.find_spec in a tiny child)."""
-    res = run_child(python, ["discover"], env=child_env(env), timeout=timeout, stall=timeout, gate=gate)
+    import json
+
+    ask = json.dumps({"frameworks": list(FRAMEWORKS)})  # the registry's list, not one of the payload's
+    res = run_child(python, ["discover", ask], env=child_env(env), timeout=timeout, stall=timeout, gate=gate)
     for ev in res.events:
         if ev.get("event") == "discover":
             # The answer of another interpreter: only the shapes the payload sends are kept.
@@ -79,7 +86,7 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
 
 
 def wanted(dev: Dict[str, Any], request: Optional[str]) -> bool:
-    """Mirror of payload.wanted: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
+    """As the payload's `wanted` reads a request: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
     return matches(dev, request)
 
 
@@ -137,7 +144,8 @@ class _FrameworkRun:
     def child(self, cfg: Dict[str, Any], env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
         import json
 
-        full = dict(self.opts.get("overrides") or {})
+        full: Dict[str, Any] = dict(PAYLOAD_DEFAULTS)
+        full.update(self.opts.get("overrides") or {})
         full.update({"framework": self.fw, "quick": self.opts["quick"]})
         if self.opts.get("inject"):
             full["inject"] = self.opts["inject"]
@@ -362,7 +370,7 @@ def run_verify(
     `device`. `timeout` bounds each child process; `stall` (default min(timeout, 180 s)) is how long a
     child may go without reporting progress before it counts as hung. `baseline_pythons` are other
     interpreters whose frameworks' CPU speed joins the best-CPU figure (speed only). `inject` is for
-    tests (fault injection in the payload); `overrides` replaces payload settings (payload.DEFAULTS:
+    tests (fault injection in the payload); `overrides` replaces payload settings (the payload's DEFAULTS:
     repeats, budgets, tolerances) and is recorded in the result. Returns the result document
     (mlprobe/verify/schema.py describes it). `env` is set in every child on top of this process's
     environment: the variables the environment's activate script sets (KERAS_BACKEND, HSA_OVERRIDE_…)."""

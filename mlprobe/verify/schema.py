@@ -10,7 +10,7 @@ from .verdict import ALL
 
 _NUM = {"type": ["number", "null"]}
 _STR = {"type": ["string", "null"]}
-_STAGE = {"type": ["object", "null"]}  # stage records: see payload.py (correctness_record, ...)
+_STAGE = {"type": ["object", "null"]}  # stage records: see payload/_harness.py (correctness_record, ...)
 
 DEVICE_RESULT: Dict[str, Any] = {
     "type": "object",
