@@ -73,11 +73,12 @@ def strip_slash(url: str) -> str:
 def join_path(base: str, *segments: str, slash: bool = False) -> str:
     """`base` with `segments` appended to its path, its query and fragment kept where they belong:
     `…/whl?token=abc` + `cpu` is `…/whl/cpu?token=abc`, never `…/whl?token=abc/cpu`. Each segment is
-    percent-quoted; `slash` ends the path with "/" (a project page of a simple index)."""
+    percent-quoted (a "/" inside one separates path parts); `slash` ends the path with "/" (a project page of a simple index)."""
     parts = urlsplit(base)
     path = parts.path.rstrip("/")
     for seg in segments:
-        path += "/" + quote(seg.strip("/"), safe="-._~+!")
+        # a segment may itself be a path (Jetson's `jp6/cu126`): its slashes stay path separators
+        path += "/" + "/".join(quote(part, safe="-._~+!") for part in seg.strip("/").split("/") if part)
     if slash:
         path += "/"
     return urlunsplit(parts._replace(path=path))

@@ -85,7 +85,7 @@ def test_four_nodes_each_with_its_own_facts(cluster: LocalRayCluster) -> None:
     assert [g["name"] for g in h200["gpus"]] == ["NVIDIA H200"] and h200["driver"] == "580.159.04"
     assert plan["h200"]["torch"]["recipe"] == "torch-cuda"
     assert [g["gfx_target"] for g in rx["gpus"]] == ["gfx1031"]
-    assert plan["rx6700xt"]["torch"]["recipe"] == "torch-rocm"
+    assert plan["rx6700xt"]["torch"]["recipe"] == "torch-rocm-amd"  # AMD's native gfx1031 build
     assert plan["rx6700xt"]["torch"]["env"] == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}
     assert old["cpu"]["x86_64_level"] == 1 and old["gpus"] == []
     assert plan["opteron"]["tensorflow"] is None and plan["opteron"]["torch"]["recipe"] == "torch-cpu"

@@ -30,6 +30,9 @@ def read(folder: str, name: str = TOPO) -> str:
 CASES = [
     # folder, GPUs, NICs, summary
     ("linux-nvidia-h200-live-khronos-icd", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h200-ocl-icd-ignores-filenames", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h200-doctor-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h200-cuda-visible-devices-empty-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
     ("linux-nvidia-h100-x8-nv18-six-nics-topo", 8, [f"mlx5_{i}" for i in range(6)],
      "all 8 GPUs connected by NVLink (NV18 each pair)"),
     ("linux-nvidia-a100-x8-nv12-pasted-spaces-topo", 8, [], "all 8 GPUs connected by NVLink (NV12 each pair)"),

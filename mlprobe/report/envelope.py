@@ -75,7 +75,7 @@ def collect_bundle(host: Host) -> Dict[str, bytes]:
 def bundle_entry(data: bytes, redactor: Redactor, name: str) -> Dict[str, str]:
     if redactor.enabled:
         return {"text": redactor.redact_capture(name, data)}
-    text, exact = text_of(data)
+    text, exact = text_of(data, name)
     if exact:
         return {"text": text}
     return {"base64": base64.b64encode(data).decode("ascii")}

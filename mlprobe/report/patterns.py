@@ -381,8 +381,21 @@ def protected_values(scan_report: Mapping[str, Any]) -> List[str]:
     return out
 
 
-def text_of(data: bytes) -> Tuple[str, bool]:
+# Windows tools write UTF-16 or the ANSI code page of a localised Windows (a Chinese dxdiag is
+# cp936): their captures are decoded as the Windows probe reads them, so that the text a report
+# embeds replays to the same facts.
+WINDOWS_TEXT = frozenset({"dxdiag.txt", "Win32_VideoController.txt", "Win32_Processor.txt"})
+
+
+def text_of(data: bytes, name: str = "") -> Tuple[str, bool]:
     """Bytes -> text, keeping line ends. The flag says whether the bytes were exact UTF-8."""
+    if name in WINDOWS_TEXT:
+        try:
+            return data.decode("utf-8"), True
+        except UnicodeDecodeError:
+            from ..probes.windows import decode_windows_text
+
+            return decode_windows_text(data), False
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", errors="replace"), False
     try:

@@ -307,7 +307,7 @@ class Redactor:
         return self._apply(text, self._spans(text), xml=(mode == "xml"))
 
     def redact_capture(self, name: str, data: bytes) -> str:
-        text, _exact = text_of(data)
+        text, _exact = text_of(data, name)
         return self.redact_text(text, mode_for(name))
 
     def redact_obj(self, obj: Any, key: Optional[str] = None, parent: Optional[str] = None) -> Any:
