@@ -195,7 +195,7 @@ def test_json_fits_the_published_schema_and_the_exit_status_says_what_blocks() -
 
 
 def test_the_terminal_shows_evidence_fix_and_source() -> None:
-    code, out, _ = run(["doctor", "--replay", str(FIXTURES / "synthetic-linux-nvidia-h200-cuda-visible-devices-empty")])
+    code, out, _ = run(["doctor", "--replay", str(FIXTURES / "linux-nvidia-h200-cuda-visible-devices-empty-capture")])
     assert code == 1
     assert "BLOCKING" in out and "CUDA_VISIBLE_DEVICES=''" in out
     assert 'evidence (host.json): "CUDA_VISIBLE_DEVICES": ""' in out
