@@ -299,7 +299,11 @@ def _plaidml_settings_ids(env: Mapping[str, str]) -> Tuple[List[str], Optional[s
     import json
 
     path = env.get("PLAIDML_SETTINGS") or os.path.join(os.path.expanduser("~"), ".plaidml")
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block or never end
+            return [], None
         with open(path, "rb") as fh:
             doc = json.loads(fh.read(1 << 20).decode("utf-8", "replace"))
     except (OSError, ValueError):
