@@ -98,3 +98,11 @@ def test_thor_on_jetpack7_uses_pytorchs_aarch64_cuda_wheels() -> None:
     plan = make_plan(_report(THOR), framework="torch")
     assert plan["top"]["torch"] == "torch-cuda"
     assert any("Jetson board" in w for w in plan["warnings"])
+
+
+def test_a_pasted_prompt_line_is_not_part_of_the_model() -> None:
+    from mlprobe.probes.jetson import parse_model
+
+    pasted = "mkowalczyk@zephyr-lab-07:~$ cat /proc/device-tree/model\nNVIDIA Jetson AGX Thor Developer Kit\x00"
+    assert parse_model(pasted) == "NVIDIA Jetson AGX Thor Developer Kit"
+    assert parse_model("NVIDIA Jetson Orin Nano Developer Kit\x00") == "NVIDIA Jetson Orin Nano Developer Kit"

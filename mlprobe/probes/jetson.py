@@ -47,7 +47,12 @@ def parse_compatible(text: str) -> List[str]:
     return items
 
 
+# a shell prompt pasted before the output (`user@host:~$ cat /proc/device-tree/model`)
+_PROMPT_LINE = re.compile(r"^[^\n]*(?:[$#%>]\s+(?:sudo\s+)?(?:cat|tr|xargs)\b[^\n]*|[$#>])\s*\n")
+
+
 def parse_model(text: str) -> str:
+    text = _PROMPT_LINE.sub("", text.replace("\r\n", "\n"), count=1)
     model = " ".join(text.replace("\x00", " ").split())
     if not model:
         raise ParseError("the device tree's model is empty")

@@ -21,7 +21,7 @@ KINDS: Dict[str, str] = {
     "gpu-uuid": "GPU and MIG UUIDs and other per-GPU unique ids (NVIDIA GPU-..., PDI, AMD unique ids)",
     "uuid": "other UUIDs and GUIDs",
     "serial": "serial numbers and board ids",
-    "machine-id": "machine ids, cloud instance ids (AWS i-..., GCP and Azure instance ids) and disk WWNs",
+    "machine-id": "machine ids, cloud instance ids (AWS i-..., GCP and Azure instance ids), container ids and disk WWNs",
     "product-id": "Windows product ids and keys",
     "email": "e-mail addresses",
 }
@@ -175,6 +175,11 @@ CLI_SECRETS = [
 CLI_HINTS = ("mysql", "mariadb", "login", "sshpass", "curl")
 # AWS EC2 instance ids, wherever they appear (i- and 8 or 17 hex digits).
 AWS_INSTANCE = re.compile(r"(?<![\w-])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![\w-])")
+# Docker, Podman, containerd and CRI-O container ids (64 hex digits) where they name a container: in
+# /proc/1/cgroup paths (`/docker/ID`, `docker-ID.scope`, `libpod-ID`, `cri-containerd-ID`, `crio-ID`)
+# and Podman's /run/.containerenv (`id="ID"`). Image ids (`imageid=`) are public and stay.
+CONTAINER_ID = re.compile(r'(?:(?<=/docker/)|(?<=docker-)|(?<=libpod-)|(?<=containerd-)|(?<=crio-)|(?<=^id="))'
+                          r"[0-9a-f]{64}(?![0-9a-f])", re.M)
 # OpenSSH known_hosts (and authorized_keys with a host pattern): `host1,host2,[host3]:2222 KEYTYPE AAAA...`.
 KNOWN_HOSTS = re.compile(
     r"(?m)^[ \t]*(?:@(?:cert-authority|revoked)[ \t]+)?(?P<hosts>[^\s|#@][^\s]*)[ \t]+"
@@ -395,7 +400,7 @@ def text_of(data: bytes, name: str = "") -> Tuple[str, bool]:
         except UnicodeDecodeError:
             from ..probes.windows import decode_windows_text
 
-            return decode_windows_text(data), False
+            return decode_windows_text(data, keep_line_ends=True), False
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", errors="replace"), False
     try:

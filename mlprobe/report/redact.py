@@ -28,6 +28,7 @@ from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
     AWS_INSTANCE,
+    CONTAINER_ID,
     BUILDER,
     CLI_HINTS,
     CLI_SECRETS,
@@ -582,6 +583,8 @@ class Redactor:
             for m in AWS_INSTANCE.finditer(text):
                 if not self._in_fact(m.group(0)):
                     yield m.start(), m.end(), "machine-id", m.group(0)
+        for m in CONTAINER_ID.finditer(text):
+            yield m.start(), m.end(), "machine-id", m.group(0)
         if "GPU-" not in text and "MIG-" not in text:
             return
         for m in GPU_UUID.finditer(text):
