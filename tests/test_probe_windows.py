@@ -384,3 +384,15 @@ def test_wmic_list_a_repeated_last_line_is_no_new_adapter_but_twin_gpus_are_two(
     ads = win.parse_win32_list(one + two)
     assert [a.pnp for a in ads] == ["PCI\\VEN_10DE&DEV_2204&SUBSYS_38801462&REV_A1\\4&1",
                                     "PCI\\VEN_10DE&DEV_2204&SUBSYS_38801462&REV_A1\\4&2"]
+
+
+def test_a_property_read_twice_inside_a_delimited_record_is_not_a_record() -> None:
+    """Hypothesis found it: where blank lines delimit the records, a PNPDeviceID line pasted twice
+    (once garbled) inside the second record split it into a third, phantom GPU."""
+    garbled = WMIC_TWO.replace(
+        "PNPDeviceID=PCI\\VEN_1002&DEV_164E",
+        "PNPDeviceID=PCI\\VEN_1002&DEV_0164E&SUBSYS_88771043&REV_C1\\4&1B2A7A18&0&0041\r\n"
+        "PNPDeviceID=PCI\\VEN_1002&DEV_164E")
+    assert garbled != WMIC_TWO
+    names = [a.name for a in win.parse_win32_list(garbled)]
+    assert names == [a.name for a in win.parse_win32_list(WMIC_TWO)] and len(names) == 2

@@ -129,7 +129,7 @@ def _driver_for(vendor: str, raw: Optional[str]) -> Optional[str]:
 # -- dxdiag /t --------------------------------------------------------------------------------------------
 
 
-def decode_windows_text(data: Optional[bytes]) -> str:
+def decode_windows_text(data: Optional[bytes], keep_line_ends: bool = False) -> str:
     """A Windows tool's text in whatever encoding the machine wrote it: UTF-16 with or without a
     BOM (`dxdiag /t` and PowerShell redirection), UTF-8, or the ANSI code page of a localised
     Windows (cp1252, cp936, cp1251, ...; told apart by charset-normalizer, which requests brings).
@@ -149,6 +149,8 @@ def decode_windows_text(data: Optional[bytes]) -> str:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = _named_code_page(data) or _legacy_code_page(data)
+    if keep_line_ends:  # a report embeds the capture as it was, line ends and all
+        return text
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -558,8 +560,8 @@ _LIST_KV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:=|\s:)\s?(.*)$")
 
 def parse_win32_list(text: str) -> List[Adapter]:
     """`wmic path win32_VideoController get /format:list` (Key=Value) or PowerShell's list view
-    (Key : Value). A record ends where a property name repeats, or at a run of blank lines longer
-    than the runs between the lines of one record: wmic's CR CR LF line ends, read as two line ends,
+    (Key : Value). A record ends at a run of blank lines longer than the runs between the lines of
+    one record, or, where no such runs tell records apart, where a property name repeats: wmic's CR CR LF line ends, read as two line ends,
     put a blank line after every line, so a single blank line need not separate anything."""
     text = clean_text(text.replace("\r\r\n", "\r\n"))
     rows: List[Tuple[int, str, str]] = []  # (blank lines before it, key, value)
@@ -585,7 +587,9 @@ def parse_win32_list(text: str) -> List[Adapter]:
         last_key = key
         if not gap and repeat:
             continue  # the line just read again (whole or cut short): a paste repeated it
-        if current and (key in current or gap):
+        # Where blank-line runs delimit the records, they alone do: a property read twice inside
+        # one record (a garbled paste) does not make a record of its own.
+        if current and (gap or (key in current and not split_on_gap)):
             records.append(current)
             current = {}
         current[key] = value
