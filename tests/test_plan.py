@@ -21,8 +21,9 @@ from mlprobe.scan.run import facts_to_report, scan
 from .conftest import FIXTURES, ROOT, fixture_dirs, ground_truth
 from .matching import mismatches
 
-WITH_PLAN = [d for d in fixture_dirs() if "plan" in ground_truth(d)]
 from mlprobe.model.vocabulary import vocabulary
+
+WITH_PLAN = [d for d in fixture_dirs() if "plan" in ground_truth(d)]
 
 BACKENDS = set(vocabulary().backend_ids())  # the registry's list (npu came with Ascend)
 
@@ -347,3 +348,51 @@ def test_mirror_from_the_environment_replaces_pytorchs_index(monkeypatch: pytest
         make_plan(_report(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), framework="torch", env=env)
     shown = advice(e.value)
     assert shown.ref == "E517" and "MLPROBE_PYTORCH_INDEX_URL" in shown.what
+
+
+# --------------------------------------------------------------------------- a recipe's second index
+
+
+def _ascend_on(reports: Dict[str, Dict[str, Any]], arch: str) -> Dict[str, Any]:
+    rep = json.loads(json.dumps(reports["linux-huawei-ascend-910b2c-npu-smi-cann83"]))
+    rep["os"] = dict(rep.get("os") or {}, system="Linux", wsl=False)
+    rep["cpu"] = dict(rep.get("cpu") or {}, arch=arch)
+    return rep
+
+
+def test_torch_npu_on_x86_64_adds_pytorchs_cpu_index_and_install_uses_it(
+        reports: Dict[str, Dict[str, Any]]) -> None:
+    """torch-npu's x86_64 wheels pin torch==X+cpu, published only on PyTorch's cpu index: the plan's
+    command and the install's sources carry that index as a second one; ARM64 needs none."""
+    from mlprobe.install.steps import InstallOptions, build_plan as install_plan
+    from mlprobe.model.plan import Recommendation
+
+    x86 = next(r for r in make_plan(_ascend_on(reports, "x86_64"), python="3.11")["recommended"]
+               if r["recipe"] == "torch-npu")
+    cpu_index = "https://download.pytorch.org/whl/cpu"
+    assert x86["extra_index_urls"] == [cpu_index]
+    assert x86["commands"][0].endswith("--extra-index-url " + cpu_index)
+    sources = install_plan(Recommendation.from_json(x86), InstallOptions()).sources
+    assert cpu_index in sources.extra_index_urls and sources.origin == "default index"
+    # a mirror the user names replaces both (it must then carry torch+cpu itself)
+    mirror = install_plan(Recommendation.from_json(x86), InstallOptions(index_url="http://127.0.0.1:9/simple"))
+    assert cpu_index not in mirror.sources.extra_index_urls
+
+    arm = next(r for r in make_plan(_ascend_on(reports, "arm64"), python="3.11")["recommended"]
+               if r["recipe"] == "torch-npu")
+    assert "extra_index_urls" not in arm and "--extra-index-url" not in arm["commands"][0]
+    assert not install_plan(Recommendation.from_json(arm), InstallOptions()).sources.extra_index_urls
+
+
+def test_torch_npu_python_range_is_the_wheels_not_the_table(reports: Dict[str, Dict[str, Any]]) -> None:
+    """Ascend's table gives torch 2.8.0 Python 3.9-3.13; torch-npu 2.8.0 (CANN 8.3) has wheels up to
+    3.11 only: on 3.12 the plan says so instead of an install pip cannot satisfy."""
+    plan = make_plan(_ascend_on(reports, "arm64"), python="3.12")
+    assert "torch-npu" not in [r["recipe"] for r in plan["recommended"]]
+    from mlprobe.plan.planner import explain_variants
+    variants = explain_variants(_ascend_on(reports, "arm64"), "torch-npu", python="3.12")
+    assert why_not(plan, "torch-npu")["verdict"] == "rejected"
+    row = next(v for v in variants if v["label"].startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
+    assert row["reasons"] == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
+    assert any(r["recipe"] == "torch-npu" for r in make_plan(_ascend_on(reports, "arm64"),
+                                                             python="3.11")["recommended"])

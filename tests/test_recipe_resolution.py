@@ -4,7 +4,8 @@ knowledge rows claim. pip is asked through its own configuration (`pip install -
 a pin that no longer resolves fails with the recipe's name, the row and pip's last words.
 
 Recipes whose packages come from PyTorch's own index (torch CPU/CUDA/ROCm/XPU builds on Linux and
-Windows) are not reachable from here: tests/test_install_mirror.py installs that path for real from
+Windows, and torch-npu on x86_64, whose torch==X+cpu pin only PyTorch's cpu index fills) are not
+reachable from here: tests/test_install_mirror.py installs that path for real from
 a local mirror with PyTorch's layout. Everything published on the default index is resolved here.
 """
 
@@ -77,6 +78,28 @@ def _as_list(v: Any) -> List[str]:
 Case = Tuple[str, str, Tuple[str, ...], str, str, str]  # recipe, row label, packages, os, arch, python
 
 
+def _needs_another_index(recipe: Dict[str, Any], arch: str) -> bool:
+    """Whether one of the recipe's extra indexes applies on this architecture (its `when` names
+    cpu.arch, or it has none: always)."""
+    for ex in (recipe.get("install") or {}).get("extra_indexes") or []:
+        when = ex.get("when") or {}
+        if when.get("fact") != "cpu.arch":
+            return True
+        if arch == when.get("equals") or arch in (when.get("in") or []):
+            return True
+    return False
+
+
+def _python_field(recipe: Dict[str, Any]) -> str:
+    """The row field the recipe's variant conditions test the target Python against."""
+    conds = ((recipe.get("variants") or {}).get("conditions") or {}).get("all") or []
+    for c in conds:
+        m = re.fullmatch(r"\{row\.(\w+)\}", str(c.get("specifier", "")))
+        if c.get("fact") == "python.version" and m:
+            return m.group(1)
+    return "python"
+
+
 def _table_cases() -> Iterable[Case]:
     kb = knowledge()
     for r in load_recipes():
@@ -95,9 +118,11 @@ def _table_cases() -> Iterable[Case]:
             label = " ".join(f"{k}={row[k]}" for k in ("torch", "tf", "metal", "cuda") if row.get(k))
             for os_name in oses:
                 for arch in arches:
+                    if _needs_another_index(r, arch):
+                        continue  # PyTorch's own index: see the module docstring
                     if stem == "tensorflow" and key == "cuda" and (os_name, arch) != ("Linux", "x86_64"):
                         continue
-                    for py in _pythons(row.get("python")):
+                    for py in _pythons(row.get(_python_field(r))):
                         yield r["id"], label, packages, os_name, arch, py
 
 

@@ -38,10 +38,10 @@ def test_live_scan_json_validates(live_report: dict, scan_schema: dict) -> None:
 @pytest.mark.skipif(not LINUX, reason="/proc/cpuinfo is Linux-only")
 def test_cpu_flags_equal_proc_cpuinfo(live_report: dict) -> None:
     text = Path("/proc/cpuinfo").read_text()
-    line = next(l for l in text.splitlines() if l.startswith(("flags", "Features")))
+    line = next(ln for ln in text.splitlines() if ln.startswith(("flags", "Features")))
     expected = sorted(set(line.split(":", 1)[1].split()))
     assert live_report["cpu"]["flags"] == expected
-    threads = sum(1 for l in text.splitlines() if l.startswith("processor"))
+    threads = sum(1 for ln in text.splitlines() if ln.startswith("processor"))
     assert live_report["cpu"]["threads"] == threads
     if "avx" not in expected and os.uname().machine == "x86_64":
         assert any("AVX" in w for w in live_report["warnings"])

@@ -207,7 +207,8 @@ def choose_sources(opts: InstallOptions, recipe_url: Optional[str], recipe_extra
                        origin="recipe")
     # A recipe published on the Python Package Index: pip's built-in default index, with the
     # sources of pip's configuration set aside like for any other recipe.
-    return Sources(index_url=default_index_url(), extra_index_urls=extra, find_links=find,
+    # A recipe may add its own second index (torch-npu: PyTorch's cpu index for torch==X+cpu).
+    return Sources(index_url=default_index_url(), extra_index_urls=tuple(recipe_extra) + extra, find_links=find,
                    origin="default index")
 
 
@@ -260,11 +261,19 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
                          next_step="pass --index-url URL (a mirror), --find-links DIR (a folder of wheels), "
                                      "or --use-pip-config (let pip's own configuration choose)",
                          ref="E518", kind="usage")
+    extra_urls = [u for u in rec.extra_index_urls if _is_url(u)]
+    unset = [u for u in rec.extra_index_urls if not _is_url(u)]
+    if unset and not (opts.index_url or opts.use_pip_config or opts.no_index):
+        raise StageError(f"recipe {rec.recipe} needs a second index ({unset[0]}) with no URL for it",
+                         why="part of its packages come from that index",
+                         next_step="set the index's base URL (see `mlprobe plan`'s warning), or pass --index-url "
+                                   "URL (a mirror with every package), --find-links DIR, or --use-pip-config",
+                         ref="E518", kind="usage")
     label = _label_of(index, url) if (index or url) else None
     known = vocabulary().framework(rec.framework)
     imports = [checked_import(rec.recipe, m) for m in
                (list(rec.imports) or ([known.import_name] if known is not None else []))]
-    sources = choose_sources(opts, url, [])
+    sources = choose_sources(opts, url, extra_urls)
     return InstallPlan(
         recipe=rec.recipe,
         title=rec.title,
@@ -273,7 +282,7 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
         device=rec.device or rec.verify.device,
         packages=packages,
         recipe_index_url=url,
-        recipe_extra_index_urls=[],
+        recipe_extra_index_urls=extra_urls,
         variant_label=label,
         sources=sources,
         env=dict(rec.env),

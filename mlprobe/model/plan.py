@@ -64,6 +64,8 @@ class Recommendation(Record):
     score: Optional[int] = None
     index: Optional[str] = None
     index_url: Optional[str] = None
+    # indexes next to the main one (pip's --extra-index-url) for a set whose packages live on two
+    extra_index_urls: Tuple[str, ...] = ()
     version: Optional[str] = None
     packages: Tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
@@ -89,6 +91,7 @@ class Recommendation(Record):
         return {
             "recipe": self.recipe, "title": self.title, "framework": self.framework, "backend": self.backend,
             "status": self.status, "score": self.score, "index": self.index, "index_url": self.index_url,
+            **({"extra_index_urls": list(self.extra_index_urls)} if self.extra_index_urls else {}),
             "version": self.version, "packages": list(self.packages), "env": dict(self.env),
             "files": [{"path": f.path, "json": f.json, "content": f.content, "why": f.why} for f in self.files],
             "steps": [{"shim": s.shim, "why": s.why} for s in self.steps],
@@ -151,7 +154,8 @@ class Recommendation(Record):
             recipe=recipe, title=opt_str("title") or recipe, framework=opt_str("framework"),
             backend=opt_str("backend"), status=opt_str("status"),
             score=score if isinstance(score, int) and not isinstance(score, bool) else None,
-            index=opt_str("index"), index_url=opt_str("index_url"), version=opt_str("version"),
+            index=opt_str("index"), index_url=opt_str("index_url"), extra_index_urls=strs("extra_index_urls"),
+            version=opt_str("version"),
             packages=strs("packages"), env={str(k): str(v) for k, v in env.items()}, files=tuple(files),
             steps=tuple(ShimStep(str(s["shim"]), str(s["why"]) if s.get("why") else None)
                         for s in objs("steps") if s.get("shim")),

@@ -97,6 +97,7 @@ def install_details(
             index = str(suffix)
             base = bases.get(idx["id"], {})
             index_url = join_path(base["url"], index) if base.get("url") else None
+    extra_index_urls = _extra_indexes(inst, ctx, kb, row, eff, bases)
     env: Dict[str, str] = dict(inst.get("env") or {})
     env.update({k: str(v) for k, v in (eff.get("env") or {}).items()})
     files = []
@@ -114,11 +115,12 @@ def install_details(
     version = str(row.get(version_key)) if row and version_key and row.get(version_key) else None
     windows = ctx["os"].get("system") == "Windows" and not ctx["os"].get("wsl")
     base = bases.get(idx["id"], {}) if idx else {}
-    commands = _commands(packages, index, index_url, base, steps, files, env, windows)
+    commands = _commands(packages, index, index_url, base, steps, files, env, windows, extra_index_urls)
     verify = _render(recipe.get("verify") or {}, ctx, row, eff)
     return {
         "index": index,
         "index_url": index_url,
+        "extra_index_urls": extra_index_urls,
         "version": version,
         "packages": packages,
         "env": env,
@@ -129,9 +131,27 @@ def install_details(
     }
 
 
+def _extra_indexes(inst: Dict[str, Any], ctx: Ctx, kb: Knowledge, row: Optional[Dict[str, Any]],
+                   eff: Dict[str, Any], bases: Dict[str, Dict[str, Any]]) -> List[str]:
+    """The recipe's `extra_indexes` that apply here (their `when` holds or is unknown), as URLs: a
+    package set whose packages live on two indexes (torch-npu on the default index pins
+    torch==X+cpu, which only PyTorch's cpu index publishes). An index without a URL (its base was
+    not configured) shows as its placeholder, like the main index."""
+    urls: List[str] = []
+    for ex in inst.get("extra_indexes") or []:
+        when = ex.get("when")
+        if when is not None and evaluate(when, ctx, kb, row).value is False:
+            continue
+        suffix = str(_render(ex["suffix"], ctx, row, eff) or "")
+        base = bases.get(ex["id"], {})
+        urls.append(join_path(base["url"], suffix) if base.get("url")
+                    else f"{base.get('placeholder', '<index>')}/{suffix}")
+    return urls
+
+
 def _commands(packages: List[str], index: Optional[str], index_url: Optional[str], base: Dict[str, Any],
               steps: List[Dict[str, Any]], files: List[Dict[str, Any]], env: Dict[str, str],
-              windows: bool) -> List[str]:
+              windows: bool, extra_index_urls: Sequence[str] = ()) -> List[str]:
     """The steps a person pastes, each word quoted for the shell (PowerShell on Windows, POSIX
     elsewhere): package names, the shim's path, the settings file's text and every variable's value
     come from recipes and from the scanned machine (a device name), so none is trusted as shell text."""
@@ -140,6 +160,8 @@ def _commands(packages: List[str], index: Optional[str], index_url: Optional[str
         argv = ["python", "-m", "pip", "install", *packages]
         if index:
             argv += ["--index-url", index_url or f"{base.get('placeholder', '<index>')}/{index}"]
+        for url in extra_index_urls:
+            argv += ["--extra-index-url", url]
         commands.append(shell.command(argv, windows))
     for st in steps:
         if st["shim"] == "plaidml-collections":
