@@ -1,6 +1,7 @@
 """The doctor's rule engine: each row of knowledge/doctor.json names a check (in
-mlprobe/doctor/checks/, one module per family); the check's hits become findings with the row's severity, title and fix (templates filled from the
-hit), the evidence the check read and the row's source. `diagnose` runs them all over one machine."""
+mlprobe/doctor/checks/, one module per family); the check's hits become findings with the row's
+severity, title and fix (templates filled from the hit), the evidence the check read and the row's
+source. `diagnose` runs them all over one machine."""
 
 from __future__ import annotations
 

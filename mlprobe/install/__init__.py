@@ -10,5 +10,6 @@ Modules, in the order the command uses them:
   transaction.py  snapshot an environment, restore it (or remove a new venv) on any failure
   activate.py     the recipe's env vars written into the venv's activate scripts
   proc.py         child processes with timeouts, Ctrl-C forwarding, and the transcript log
-  apply.py        the pre-flight and the --apply sequence
+  preflight.py    the pre-flight: target, pins, index checks, the dry run by the installer --apply runs
+  apply.py        the --apply sequence: venv, install, activate scripts, device check, verify
 """
