@@ -16,7 +16,7 @@ from typing import Dict, List
 
 import pytest
 
-from mlprobe.report import redact
+from mlprobe.report import detect
 from mlprobe.report.redact import Redactor
 
 from .conftest import ROOT
@@ -96,7 +96,7 @@ PLUGIN_ONLY = {
 
 
 def test_the_detect_secrets_plugins_are_loaded() -> None:
-    names = {type(d).__name__ for d in redact._load_detectors()}
+    names = {type(d).__name__ for d in detect._load_detectors()}
     assert {"DiscordBotTokenDetector", "SquareOAuthDetector", "TwilioKeyDetector", "TelegramBotTokenDetector",
             "MailchimpDetector", "AzureStorageKeyDetector", "AWSKeyDetector", "StripeDetector"} <= names
 
@@ -108,7 +108,7 @@ def test_plugins_catch_what_the_context_rules_alone_miss(name: str, monkeypatch:
     line = f"worker 3 started with {token} at 12:00\n"
     assert secret not in Redactor().redact_text(line), "the plugins missed it"
     assert secret not in Redactor().redact_text(json.dumps({"note": line}), mode="json")
-    monkeypatch.setattr(redact, "_detectors", [])  # the context and shape rules alone
+    monkeypatch.setattr(detect, "_detectors", [])  # the context and shape rules alone
     assert secret in Redactor().redact_text(line), "the context rules catch it too: not a plugin-only case"
 
 
