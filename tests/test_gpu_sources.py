@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mlprobe.model import knowledge as kb
+from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.probes import nvidia as nv, opencl, rocm
 
 NAME_ROWS = kb.rows("nvidia_gpus", "compute_capability_by_name")
@@ -21,7 +22,7 @@ def test_every_example_of_a_row_gets_that_rows_compute_capability(row: dict) -> 
     for example in row.get("examples", []):
         if "/" in example:  # "RTX PRO 5000/4500/4000 Blackwell": a summary, not a product name
             continue
-        assert nv.compute_capability_for(example) == row["compute_capability"], example
+        assert nvhw.compute_capability_for(example) == row["compute_capability"], example
 
 
 # Product names as nvidia-smi / OpenCL print them, Maxwell to Blackwell, across the market segments
@@ -93,15 +94,15 @@ PRODUCTS = [
 
 @pytest.mark.parametrize("name", PRODUCTS)
 def test_a_known_product_has_a_compute_capability(name: str) -> None:
-    cc = nv.compute_capability_for(name)
+    cc = nvhw.compute_capability_for(name)
     assert cc is not None, f"{name}: no compute capability"
-    assert nv.architecture_for(cc) is not None
+    assert nvhw.architecture_for(cc) is not None
 
 
 def test_mobile_maxwell_is_not_read_as_desktop_maxwell() -> None:
-    assert nv.compute_capability_for("GeForce GTX 960M") == "5.0"  # GM107
-    assert nv.compute_capability_for("GeForce GTX 960") == "5.2"  # GM206
-    assert nv.compute_capability_for("GeForce GTX 980M") == "5.2"  # GM204
+    assert nvhw.compute_capability_for("GeForce GTX 960M") == "5.0"  # GM107
+    assert nvhw.compute_capability_for("GeForce GTX 960") == "5.2"  # GM206
+    assert nvhw.compute_capability_for("GeForce GTX 980M") == "5.2"  # GM204
 
 
 @pytest.mark.parametrize(
@@ -117,7 +118,7 @@ def test_mobile_maxwell_is_not_read_as_desktop_maxwell() -> None:
     ],
 )
 def test_smi_architecture_implies_a_value_only_when_it_has_one(arch: str, cc: Any) -> None:
-    assert nv.compute_capability_for_architecture(arch) == cc
+    assert nvhw.compute_capability_for_architecture(arch) == cc
 
 
 def test_smi_q_architecture_fills_an_unknown_name() -> None:
@@ -165,7 +166,7 @@ def test_nv_attribute_values_of_any_type(major: Any, minor: Any) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=30))
 def test_architecture_and_codename_lookups_take_any_text(text: str) -> None:
-    assert nv.compute_capability_for_architecture(text) in (None, "7.5", "8.9", "9.0", "3.0", "6.0", "7.0")
+    assert nvhw.compute_capability_for_architecture(text) in (None, "7.5", "8.9", "9.0", "3.0", "6.0", "7.0")
     assert opencl._amd_codename_gfx(text) in {None} | {r["gfx_target"] for r in kb.rows("amd_opencl_names")}
     opencl._cc(text)
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from mlprobe.model import knowledge as kb
-from mlprobe.probes import nvidia as nv
+from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.recipes import knowledge
 
 TOOLKIT = kb.rows("nvidia_gpus", "cuda_toolkit_min_driver")
@@ -36,9 +36,9 @@ def test_newest_cuda(driver: Optional[str], column: str, infer: bool, cuda: Opti
 
 
 def test_the_probe_and_the_rules_read_the_same_table() -> None:
-    assert nv.knowledge() is knowledge()["nvidia_gpus"] is kb.table("nvidia_gpus")
+    assert nvhw.knowledge() is knowledge()["nvidia_gpus"] is kb.table("nvidia_gpus")
     for driver in ("525.60.13", "560.35.03", "580.95.05", "595.58.03"):
-        assert nv.cuda_for_driver(driver, "Linux") == kb.newest_cuda(TOOLKIT, driver, "linux")
+        assert nvhw.cuda_for_driver(driver, "Linux") == kb.newest_cuda(TOOLKIT, driver, "linux")
 
 
 def test_nvidia_name_row_reads_names_as_tools_print_them() -> None:

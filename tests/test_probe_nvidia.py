@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
 from mlprobe.scan.host import ReplayHost
+from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.probes import nvidia as nv
 
 from .fuzz import mutated
@@ -403,14 +404,14 @@ def test_proc_driver_version_rejects_other_text() -> None:
     ],
 )
 def test_compute_capability_table(name: str, cc: str) -> None:
-    assert nv.compute_capability_for(name) == cc
+    assert nvhw.compute_capability_for(name) == cc
 
 
 def test_architecture_and_integrated() -> None:
-    assert nv.architecture_for("8.9") == "Ada Lovelace" and nv.architecture_for("12.0") == "Blackwell"
-    assert nv.architecture_for("7.2") == "Volta" and nv.architecture_for("99.0") is None
-    assert nv.integrated_for("NVIDIA GB10") is True and nv.integrated_for("Jetson AGX Orin") is True
-    assert nv.integrated_for("NVIDIA GH200 120GB") is False and nv.integrated_for("NVIDIA L40S") is False
+    assert nvhw.architecture_for("8.9") == "Ada Lovelace" and nvhw.architecture_for("12.0") == "Blackwell"
+    assert nvhw.architecture_for("7.2") == "Volta" and nvhw.architecture_for("99.0") is None
+    assert nvhw.integrated_for("NVIDIA GB10") is True and nvhw.integrated_for("Jetson AGX Orin") is True
+    assert nvhw.integrated_for("NVIDIA GH200 120GB") is False and nvhw.integrated_for("NVIDIA L40S") is False
 
 
 @pytest.mark.parametrize(
@@ -431,11 +432,11 @@ def test_architecture_and_integrated() -> None:
     ],
 )
 def test_cuda_for_driver(driver: str, system: str, cuda: str) -> None:
-    assert nv.cuda_for_driver(driver, system) == cuda
+    assert nvhw.cuda_for_driver(driver, system) == cuda
 
 
 def test_knowledge_rows_are_sourced() -> None:
-    doc = nv.knowledge()
+    doc = nvhw.knowledge()
     keys = set(doc["source_key"])
     for table in (
         "compute_capability_by_name",
@@ -452,7 +453,7 @@ def test_knowledge_rows_are_sourced() -> None:
     assert {r["compute_capability"] for r in doc["compute_capability_by_name"]} <= ccs
     for row in doc["compute_capability_by_name"]:
         for example in row.get("examples", []):
-            hit = nv.lookup_name(example)
+            hit = nvhw.lookup_name(example)
             # every example is claimed by its own row (or an earlier row with the same answer)
             assert hit is not None and hit["compute_capability"] == row["compute_capability"], example
 

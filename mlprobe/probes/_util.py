@@ -141,3 +141,8 @@ __all__ = [
     "parse_capture",
     "single_capture",
 ]
+
+
+def clean_lines(text: str) -> List[str]:
+    """Lines without ANSI colour codes or carriage returns (terminal pastes carry both)."""
+    return [ANSI.sub("", line).replace("\r", "") for line in text.split("\n")]

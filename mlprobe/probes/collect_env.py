@@ -180,7 +180,7 @@ def gpus_from_env(env: CollectEnv) -> List[GpuFacts]:
             notes = ("collect_env names only the current ROCm device",)
         cc = arch = integrated = None
         if vendor == "nvidia":
-            from .nvidia import architecture_for, compute_capability_for, integrated_for
+            from ..model.hw.nvidia import architecture_for, compute_capability_for, integrated_for
 
             cc = compute_capability_for(name)
             arch, integrated = architecture_for(cc), integrated_for(name)
@@ -236,7 +236,7 @@ def frameworks_from_env(env: CollectEnv) -> List[FrameworkFacts]:
 
 
 def runtimes_from_env(env: CollectEnv, system: Optional[str]) -> Dict[str, Dict[str, Optional[str]]]:
-    from .nvidia import cuda_for_driver
+    from ..model.hw.nvidia import cuda_for_driver
 
     out: Dict[str, Dict[str, Optional[str]]] = {}
     driver = known(env.get("Nvidia driver version"))

@@ -375,7 +375,7 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
     cc, arch = dev.compute_capability, None
     if vendor == "nvidia":
         # A known NVIDIA product name always carries its compute capability (knowledge/nvidia_gpus.json).
-        from .nvidia import architecture_for, compute_capability_for
+        from ..model.hw.nvidia import architecture_for, compute_capability_for
 
         cc = cc or compute_capability_for(name)
         arch = architecture_for(cc)

@@ -28,7 +28,8 @@ from ..model.facts import Contribution, GpuFacts
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id, vendor_from_pci, vendor_from_text
 from ._util import nothing_read, parse_capture
-from .rocm import amd_device, architecture_of, clean_lines
+from ..model.hw.amd import amd_device, architecture_of
+from ._util import clean_lines
 
 ACCELERATOR_CLASSES = {
     "0300": "VGA compatible controller",

@@ -38,7 +38,7 @@ from ..model.facts import Contribution, CpuFacts, GpuFacts, OsFacts
 from ..scan.capture import Host
 from ..model.vendors import hex_id, vendor_from_pci, vendor_from_text
 from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capture
-from .rocm import amd_device
+from ..model.hw.amd import amd_device
 
 SOURCE = "windows"
 # The CPU probe's own sources: where a bundle has one, it names the CPU (with its flags).
@@ -667,7 +667,7 @@ def _integrated(a: Adapter, vendor: str, amd_integrated: Optional[bool]) -> Opti
     if vendor == "amd":
         return amd_integrated
     if vendor == "nvidia":
-        from .nvidia import integrated_for
+        from ..model.hw.nvidia import integrated_for
 
         return integrated_for(a.name) if a.name else False
     if vendor == "intel":
@@ -722,7 +722,7 @@ def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag:
     name = a.name if a.vendor_driver else None
     cc = arch = None
     if vendor == "nvidia" and name:
-        from .nvidia import architecture_for, compute_capability_for
+        from ..model.hw.nvidia import architecture_for, compute_capability_for
 
         cc = compute_capability_for(name)
         arch = architecture_for(cc)
