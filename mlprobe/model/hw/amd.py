@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from .. import knowledge as kb
 
-_GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
+GFX_NAME = re.compile(r"^gfx[0-9a-f]{3,5}$")
 
 
 def gfx_from_version(value: Optional[str]) -> Optional[str]:
@@ -23,7 +23,7 @@ def gfx_from_version(value: Optional[str]) -> Optional[str]:
     if value is None:
         return None
     s = value.strip().lower()
-    if _GFX.match(s):
+    if GFX_NAME.match(s):
         return s
     m = re.fullmatch(r"(\d{1,2})\.(\d{1,3})\.(\d{1,3})", s)
     if m:
