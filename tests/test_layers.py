@@ -149,3 +149,14 @@ def test_only_the_command_layer_speaks_of_exit_codes_and_cli_errors() -> None:
 def test_the_cli_name_check_sees_a_known_use() -> None:
     assert "MlprobeError" in _cli_names_used(PACKAGE / "commands" / "advice.py")
     assert "EXIT_USAGE" in _cli_names_used(PACKAGE / "cli.py")
+
+
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines() -> None:
+    """A module past 700 lines holds more than one job: split it by job (doctor/checks/, the probes'
+    *_data/*_smi/*_wmi helpers, install/preflight.py)."""
+    long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
