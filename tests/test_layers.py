@@ -160,3 +160,15 @@ def test_no_module_is_over_700_lines() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in sorted(PACKAGE.rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert long == {}
+
+
+def test_no_probe_imports_another_probe() -> None:
+    """Probes share knowledge through model/ (model/hw, model/builds) and text readers through their
+    helper modules (_util, cpu_lscpu, nvidia_data, ...), never through another registered probe."""
+    from mlprobe.probes import PROBES
+
+    probes = {module for _name, module in PROBES}
+    graph = import_graph()
+    crossing = {m: sorted(t for t in graph[m] if t in probes) for m in sorted(probes)}
+    assert {m: t for m, t in crossing.items() if t} == {}
+    assert "mlprobe.model.hw.amd" in graph["mlprobe.probes.pci"]  # the graph sees the shared knowledge

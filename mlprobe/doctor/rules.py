@@ -76,7 +76,7 @@ def evaluate_rules(dc: DoctorContext) -> Tuple[List[Finding], List[RuleOutcome]]
 
 def _frameworks_from(enum: P.Enumeration, system: Optional[str]) -> List[Dict[str, Any]]:
     """The installed frameworks as the target interpreter's own enumeration names them."""
-    from ..probes.frameworks import flavour
+    from ..model.builds import flavour
 
     out: List[Dict[str, Any]] = []
     for fw in enum.frameworks:

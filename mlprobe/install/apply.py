@@ -27,6 +27,7 @@ from .lock import LOCK_NAME
 from .pin import PinSet
 from .preflight import Preflight as Preflight, Progress as Progress, TargetEnv as TargetEnv
 from .preflight import _masked, _verify_framework, prepare as prepare
+from .preflight import choose_target as choose_target, plan_steps as plan_steps
 from .proc import StepTimeout, Transcript, run_logged, run_quiet
 from .resolve import Failure, classify_failure, installed_names
 from .steps import InstallOptions, InstallPlan
@@ -487,4 +488,4 @@ def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Pr
 
 
 __all__ = ["prepare", "apply", "Preflight", "ApplyResult", "Progress", "TargetEnv", "RestoreReport",
-           "pip_command"]
+           "pip_command", "plan_steps", "choose_target"]

@@ -20,9 +20,10 @@ from ..errors import ParseError
 from ..model.facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
 from ..scan.capture import Host
 from ..model.vendors import vendor_from_text
-from . import frameworks as fw
+from ..model import builds as fw
 from ._util import clean_text, single_capture
-from .cpu import X86_VENDORS, cpu_from_lscpu, parse_lscpu, x86_64_level
+from ..model.hw.cpu import X86_VENDORS, x86_64_level
+from .cpu_lscpu import cpu_from_lscpu, parse_lscpu
 
 SOURCE = "collect_env"
 _UNKNOWN = {"", "n/a", "na", "none", "could not collect", "no cuda", "unknown", "not available"}

@@ -9,25 +9,15 @@ OSXSAVE-capable CPUs (it hides xsave when the OS has not enabled it).
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import ParseError
 from ..model.facts import Contribution, CpuFacts
 from ..scan.capture import Host
-from ._util import key_values, nothing_read, parse_capture
-
-X86_LEVELS: Tuple[Tuple[int, Tuple[str, ...]], ...] = (
-    (2, ("cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3")),
-    (3, ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
-    (4, ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
-)
-
-# The flags that matter for ML, in the order the terminal shows them.
-ML_FLAGS = (
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
-    "avx_vnni", "amx_tile", "amx_bf16", "amx_int8", "asimd", "asimddp", "sve", "sve2", "bf16", "i8mm",
-    "sme",
-)
+from ._util import nothing_read, parse_capture
+from ..model.hw.cpu import (ML_FLAGS as ML_FLAGS, X86_LEVELS as X86_LEVELS, X86_VENDORS as X86_VENDORS,
+                            x86_64_level as x86_64_level)
+from .cpu_lscpu import _int, cpu_from_lscpu as cpu_from_lscpu, parse_lscpu as parse_lscpu
 
 # ARM "CPU implementer" codes. source: Linux arch/arm64/include/asm/cputype.h (ARM_CPU_IMP_*),
 # and util-linux sys-utils/lscpu-arm.c (implementer table).
@@ -36,11 +26,6 @@ ARM_IMPLEMENTERS: Dict[int, str] = {
     0x4E: "nvidia", 0x50: "apm", 0x51: "qualcomm", 0x53: "samsung", 0x56: "marvell",
     0x61: "apple", 0x66: "faraday", 0x69: "intel", 0x6D: "microsoft", 0x70: "phytium",
     0xC0: "ampere",
-}
-
-X86_VENDORS = {
-    "GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "hygon",
-    "CentaurHauls": "centaur", "  Shanghai  ": "zhaoxin", "VIA VIA VIA ": "via",
 }
 
 # macOS machdep.cpu.features / leaf7_features / extfeatures -> Linux names.
@@ -115,18 +100,6 @@ MAC_ARM_FEATURES: Dict[str, Tuple[str, ...]] = {
 }
 
 
-def x86_64_level(flags: Iterable[str]) -> int:
-    """psABI level 1-4 from Linux flag names (callers only ask for x86-64 CPUs)."""
-    have = set(flags)
-    level = 1
-    for lvl, needed in X86_LEVELS:
-        if all(f in have for f in needed):
-            level = lvl
-        else:
-            break
-    return level
-
-
 def _kv_blocks(text: str) -> List[Dict[str, str]]:
     """/proc/cpuinfo: blank-line separated blocks of `key<tabs>: value`."""
     blocks: List[Dict[str, str]] = []
@@ -144,16 +117,6 @@ def _kv_blocks(text: str) -> List[Dict[str, str]]:
     if cur:
         blocks.append(cur)
     return blocks
-
-
-def _int(value: Optional[str]) -> Optional[int]:
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return int(value, 0) if value.lower().startswith("0x") else int(value)
-    except ValueError:
-        return None
 
 
 def parse_proc_cpuinfo(text: str) -> CpuFacts:
@@ -212,32 +175,6 @@ def parse_proc_cpuinfo(text: str) -> CpuFacts:
         vendor=vendor, vendor_id=vendor_id, model=model, arch=arch, cores=cores, threads=threads,
         flags=flags, x86_64_level=x86_64_level(flags) if arch == "x86_64" else None,
         source="proc-cpuinfo.txt",
-    )
-
-
-def parse_lscpu(text: str) -> Dict[str, str]:
-    out = key_values(text)
-    if "Architecture" not in out and "CPU(s)" not in out:
-        raise ParseError("lscpu output has neither `Architecture:` nor `CPU(s):`")
-    return out
-
-
-def cpu_from_lscpu(fields: Dict[str, str]) -> CpuFacts:
-    arch = fields.get("Architecture")
-    vendor_id = fields.get("Vendor ID")
-    vendor = X86_VENDORS.get(vendor_id or "")
-    if vendor is None and vendor_id:
-        vendor = vendor_id.split()[0].lower()
-    flags = tuple(sorted({f.lower() for f in fields.get("Flags", "").split()}))
-    threads = _int(fields.get("CPU(s)"))
-    per_core = _int(fields.get("Thread(s) per core"))
-    per_socket = _int(fields.get("Core(s) per socket")) or _int(fields.get("Core(s) per cluster"))
-    sockets = _int(fields.get("Socket(s)")) or _int(fields.get("Cluster(s)")) or 1
-    cores = per_socket * sockets if per_socket else (threads // per_core if threads and per_core else None)
-    return CpuFacts(
-        vendor=vendor, vendor_id=vendor_id, model=fields.get("Model name"), arch=arch, cores=cores,
-        threads=threads, flags=flags,
-        x86_64_level=x86_64_level(flags) if arch == "x86_64" and flags else None, source="lscpu.txt",
     )
 
 

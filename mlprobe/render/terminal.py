@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from ..model.facts import Facts
-from ..probes.cpu import ML_FLAGS
+from ..model.hw.cpu import ML_FLAGS
 
 
 def human_bytes(n: Optional[int]) -> str:

@@ -281,7 +281,7 @@ def _line_around(text: str, start: int, end: int) -> Tuple[str, str]:
 
 def is_package_name(name: str) -> bool:
     """A Python distribution whose version mlprobe reports (jax, jaxlib, torch, ...)."""
-    from ..probes.frameworks import FRAMEWORKS
+    from ..model.builds import FRAMEWORKS
 
     norm = re.sub(r"[-_.]+", "-", name.strip().lower())
     return norm in _PACKAGES or norm in FRAMEWORKS

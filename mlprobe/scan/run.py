@@ -211,7 +211,7 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "envi
     for key, value in overrides.items():
         fact = key[len("MLPROBE_OVERRIDE_"):].lower()
         if fact == "cpu_flags":
-            from ..probes.cpu import x86_64_level
+            from ..model.hw.cpu import x86_64_level
 
             flags = tuple(sorted(set(value.lower().split())))
             cpu = replace(cpu, flags=flags, x86_64_level=x86_64_level(flags) if cpu.arch == "x86_64" else None)

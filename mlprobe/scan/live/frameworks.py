@@ -7,18 +7,18 @@ import os
 from typing import Any, Dict, List
 
 from ...probes._util import sys_path_listing
-from ...probes.frameworks import _DIST_RE, _WANTED, FRAMEWORKS, normalise, parse_torch_version_py
+from ...model.builds import DIST_RE, WANTED, FRAMEWORKS, normalise, parse_torch_version_py
 
 
 def live_inventory() -> List[Dict[str, Any]]:
     """Scan sys.path for the dist-info of known frameworks (a directory listing each, no imports)."""
     found: Dict[str, Dict[str, Any]] = {}
     for entry, fn in sys_path_listing():
-        m = _DIST_RE.match(fn)
+        m = DIST_RE.match(fn)
         if not m:
             continue
         name = normalise(m.group("name"))
-        if name not in _WANTED or name in found:
+        if name not in WANTED or name in found:
             continue
         rec: Dict[str, Any] = {"name": name, "version": m.group("version"), "location": entry}
         if name == "torch":
