@@ -10,6 +10,7 @@
 #      torch loop of the same CNN measured in the same run.
 #
 #   OUT=/some/dir scripts/h200-speed.sh           (default OUT: ./h200-speed-out)
+#   SCAN_N=15 VERIFY_ROUNDS=2                     (rounds of the scan and verify benchmarks)
 #   PY=/opt/torch/.venv/bin/python3               (torch 2.11 cu130 + jax 0.11.2 CUDA 13; the default)
 #   PLAIDML_PY=/path/to/plaidml-venv/bin/python   (optional: the PlaidML part runs only with it, or
 #                                                  when ~/venvs/plaidml/bin/python exists)
@@ -30,7 +31,7 @@ say "machine: $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version,persis
 say "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1))"
 
 say "1. scan against its floors and collect_env"
-timeout 900 "$PY" benchmarks/bench_scan.py -n 15 --json "$out/bench_scan.json" 2>&1 | tee -a "$log"
+timeout 900 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-15}" --json "$out/bench_scan.json" 2>&1 | tee -a "$log"
 "$PY" -m mlprobe -v scan --json > "$out/scan.json" 2> "$out/scan-v.txt"
 cat "$out/scan-v.txt" >> "$log"
 
@@ -66,7 +67,7 @@ for k, v in rows.items():
 PYEOF
 
 say "3. verify: overlapped, then serial, with the hand-written loop in the same run"
-timeout 1500 "$PY" benchmarks/bench_verify_speed.py --rounds 2 --sets torch torch,jax --python "$PY" \
+timeout 1500 "$PY" benchmarks/bench_verify_speed.py --rounds "${VERIFY_ROUNDS:-2}" --sets torch torch,jax --python "$PY" \
   --json "$out/bench_verify.json" 2>&1 | tee -a "$log"
 timeout 900 "$PY" benchmarks/bench_verify_speed.py --rounds 1 --sets torch torch,jax --python "$PY" --serial \
   --json "$out/bench_verify_serial.json" 2>&1 | tee -a "$log"

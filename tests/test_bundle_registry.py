@@ -19,6 +19,7 @@ from packaging import tags as ptags
 from packaging.utils import parse_wheel_filename
 
 from mlprobe.install.lock import loads_toml, sha256_of
+from tests.uv_path import find_uv
 
 pytestmark = [pytest.mark.slow, pytest.mark.registry]
 
@@ -93,8 +94,8 @@ def test_uv_or_pip_reads_the_lock_for_python_3_12(bundle: Path) -> None:
     py = _python312()
     if py is None:
         pytest.skip("no Python 3.12 here to read the lock as that machine's interpreter would")
-    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    if os.path.exists(uv):
+    uv = find_uv()
+    if uv is not None:
         argv = [uv, "pip", "install", "--dry-run", "-r", "pylock.toml", "--python", py, "--no-index",
                 "--target", str(bundle.parent / "never")]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=bundle,

@@ -21,9 +21,9 @@ from mlprobe.errors import StageError, exit_status
 from mlprobe.install.steps import InstallOptions, build_plan
 from mlprobe.model.plan import Recommendation
 from tests.pep503_server import IndexConfig, LocalIndex, build_wheel
+from tests.uv_path import UV_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-UV_DIR = "/work/venv/bin"
 
 
 def _rec(**extra: object) -> Recommendation:
@@ -307,9 +307,10 @@ PIP_CASES = ["PIP_CONSTRAINT with an index line", "PIP_CONSTRAINT including a fi
                          + [("uv", "PIP_REQUIREMENT")])
 def test_configuration_cannot_add_a_source_or_a_package(work: Path, index: LocalIndex, extra_index: LocalIndex,
                                                         installer: str, case: str) -> None:
-    if installer == "uv" and not os.path.exists(os.path.join(UV_DIR, "uv")):
+    if installer == "uv" and UV_DIR is None:
         pytest.skip("no uv")
-    env = cli_env(work, PATH=UV_DIR + os.pathsep + os.environ.get("PATH", ""), **_leak(case, work, extra_index))
+    path = os.pathsep.join(([UV_DIR] if UV_DIR else []) + [os.environ.get("PATH", "")])
+    env = cli_env(work, PATH=path, **_leak(case, work, extra_index))
     venv = work / "cwd" / "env"
     cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
              "--no-verify", "--without-pip", "--installer", installer, "--venv", str(venv), env=env)

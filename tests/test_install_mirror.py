@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,11 +18,11 @@ import pytest
 from mlprobe.install.lock import read_lock, sha256_of
 from mlprobe.install.pin import read_pins
 from tests.pep503_server import LocalIndex, build_wheel, free_port_url
+from tests.uv_path import UV
 
 pytestmark = pytest.mark.slow
 
 TORCH = "torch==2.13.0"
-UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
 
 
 def _mlprobe_env(index_base: str, home: Path) -> Dict[str, str]:
@@ -132,7 +131,7 @@ def test_plain_pip_in_the_venv_refuses_the_unlabelled_torch(installed: Installed
     assert _torch_version(installed.venv) == "2.13.0+cpu"
 
 
-@pytest.mark.skipif(not os.path.exists(UV), reason="uv is not installed")
+@pytest.mark.skipif(UV is None, reason="uv is not installed")
 def test_uv_in_the_activated_venv_refuses_the_unlabelled_torch(installed: Installed,
                                                                unlabelled_torch: Path) -> None:
     script = ('source "$1" && exec "$2" pip install --reinstall --no-deps --no-index --find-links "$3" '

@@ -29,6 +29,7 @@ from tests.pep503_server import (
     sample_wheels,
     tree_state,
 )
+from tests.uv_path import UV_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -61,16 +62,18 @@ def recipe(work: Path, packages: List[str], **extra: object) -> Path:
     return path
 
 
-def cli_env(work: Path) -> Dict[str, str]:
+def cli_env(work: Path, uv_on_path: bool = False) -> Dict[str, str]:
     env = dict(os.environ)
+    if uv_on_path and UV_DIR:
+        env["PATH"] = os.pathsep.join([UV_DIR, env.get("PATH", "")])
     env["XDG_CACHE_HOME"] = str(work / "cache")
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
-def cli(work: Path, *args: str, timeout: float = 300) -> "subprocess.CompletedProcess[str]":
+def cli(work: Path, *args: str, timeout: float = 300, uv_on_path: bool = False) -> "subprocess.CompletedProcess[str]":
     return subprocess.run([sys.executable, "-m", "mlprobe", "install", *args], cwd=work / "cwd",
-                          capture_output=True, text=True, timeout=timeout, env=cli_env(work))
+                          capture_output=True, text=True, timeout=timeout, env=cli_env(work, uv_on_path))
 
 
 _TEMPLATES: Dict[Tuple[str, ...], Path] = {}
@@ -429,19 +432,19 @@ def test_without_apply_real_plan_writes_nothing(work: Path) -> None:
 
 # ---------------------------------------------------------------- uv (when on PATH) ----------
 
-needs_uv = pytest.mark.skipif(__import__("shutil").which("uv") is None, reason="uv is not on PATH")
+needs_uv = pytest.mark.skipif(UV_DIR is None, reason="uv is not installed")
 
 
 @needs_uv
 def test_uv_installs_and_rolls_back(work: Path, index: LocalIndex) -> None:
     venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
     cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
-             "--apply", "--venv", str(venv), "--installer", "uv")
+             "--apply", "--venv", str(venv), "--installer", "uv", uv_on_path=True)
     assert cp.returncode == 1, cp.stderr
     assert "installing with uv" in cp.stderr and "[E505]" in cp.stderr
     assert_unchanged(venv, py, freeze, tree)
     cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--index-url", index.url,
-             "--apply", "--venv", str(venv))  # auto picks uv
+             "--apply", "--venv", str(venv), uv_on_path=True)  # auto picks uv
     assert cp.returncode == 0, cp.stderr
     assert "installer: uv" in cp.stdout
     assert "demo-app==1.0" in pip_freeze(py)
@@ -450,7 +453,7 @@ def test_uv_installs_and_rolls_back(work: Path, index: LocalIndex) -> None:
 @needs_uv
 def test_use_pip_config_means_pip_even_with_uv(work: Path, index: LocalIndex) -> None:
     cp = cli(work, "--recipe-file", str(recipe(work, ["demo-app"])), "--use-pip-config", "--find-links",
-             str(index.folder), "--installer", "uv")
+             str(index.folder), "--installer", "uv", uv_on_path=True)
     assert cp.returncode == 2 and "[E523]" in cp.stderr
 
 

@@ -18,10 +18,10 @@ import pytest
 from mlprobe.install import lock as locks
 from mlprobe.install import pin as pins
 from tests.pep503_server import build_wheel
+from tests.uv_path import UV
 
 pytestmark = pytest.mark.slow
 
-UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
 
 
 def _env(home: Path) -> Dict[str, str]:
@@ -87,7 +87,7 @@ def test_plain_pip_in_the_venv_refuses_to_replace_the_build(home: Path, venv: Pa
     assert _version(python) == "1.0+cpu"
 
 
-@pytest.mark.skipif(not os.path.exists(UV), reason="uv is not installed")
+@pytest.mark.skipif(UV is None, reason="uv is not installed")
 def test_uv_in_the_activated_venv_refuses_too(home: Path, venv: Path) -> None:
     script = 'source "$1" && exec "$2" pip install --no-index --find-links "$3" --reinstall --no-deps demo==1.0'
     r = subprocess.run(["bash", "-c", script, "_", str(venv / "bin" / "activate"), UV, str(home / "plain")],
@@ -137,7 +137,7 @@ def test_from_lock_refuses_a_file_that_does_not_match_its_hash(home: Path, venv:
     assert not target.exists()
 
 
-@pytest.mark.skipif(not os.path.exists(UV), reason="uv is not installed")
+@pytest.mark.skipif(UV is None, reason="uv is not installed")
 def test_from_lock_reproduces_the_install_elsewhere_with_uv(home: Path, venv: Path) -> None:
     target = home / "from-lock"
     env_path = os.pathsep.join([str(Path(UV).parent), os.environ.get("PATH", "")])

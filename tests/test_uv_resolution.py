@@ -4,13 +4,13 @@ its two outputs read as distributions, and the options `uv pip compile` does not
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from mlprobe.install.backends import Sources
 from mlprobe.install.resolve import parse_uv_resolution, uv_dry_run
+from tests.uv_path import find_uv
 
 COMPILE = "six==1.17.0\nnumpy==2.4.6 \\\n    --hash=sha256:abc\n# via -r -\n"
 DRY_RUN = ("Using Python 3.11.7 environment at: v\nResolved 2 packages in 3ms\nWould install 2 packages\n"
@@ -26,8 +26,8 @@ def test_compile_lines_and_dry_run_plus_lines_are_the_distributions() -> None:
 
 
 def test_a_fresh_venv_is_resolved_by_uv_compile_without_install_only_options(tmp_path: Path) -> None:
-    uv = shutil.which("uv") or str(Path(os.sys.executable).parent / "uv")
-    if not os.path.exists(uv):
+    uv = find_uv()
+    if uv is None:
         pytest.skip("uv is not installed")
     from tests.pep503_server import sample_wheels
 
