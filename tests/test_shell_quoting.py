@@ -190,3 +190,63 @@ def test_install_steps_quote_the_venv_path(tmp_path: Path) -> None:
     assert shlex.split(line) == ["/usr/bin/python3", "-m", "venv", str(venv)]
     verify = next(s.text for s in steps if s.kind == "verify")
     assert str(venv / "bin" / "python") in shlex.split(verify.split("`")[1])
+
+
+def _doctor_fixes(bundle: Path) -> List[str]:
+    from mlprobe import pipeline
+
+    result = pipeline.doctor(ReplayHost(bundle), source={"kind": "replay", "bundle": bundle.name}, env={})
+    return [line for f in result.to_json()["findings"] for line in f["fix"]]
+
+
+def _hostile_bundles(tmp: Path, value: str) -> List[Path]:
+    """Three real-shaped bundles whose doctor findings put a captured value into a fix line: a
+    LD_LIBRARY_PATH folder, the group of /dev/nvidia0, the file libOpenCL.so.1 resolves to."""
+    out = []
+    ld = tmp / "ld"
+    shutil.copytree(FIXTURES / "synthetic-linux-nvidia-h200-ld-library-path-system-cuda", ld)
+    host = json.loads((ld / "host.json").read_text(encoding="utf-8"))
+    host["env"]["LD_LIBRARY_PATH"] = f"/usr/local/cuda-12.3/lib64:/opt/{value}/lib"
+    (ld / "host.json").write_text(json.dumps(host), encoding="utf-8")
+    out.append(ld)
+    node = tmp / "node"
+    shutil.copytree(FIXTURES / "synthetic-linux-nvidia-h200-device-node-not-accessible", node)
+    text = (node / "ls-l-dev.txt").read_text(encoding="utf-8")
+    (node / "ls-l-dev.txt").write_text(text.replace("root video", "root vid$(touch${IFS}pwned-4)eo"), encoding="utf-8")
+    out.append(node)
+    ocl = tmp / "ocl"
+    shutil.copytree(FIXTURES / "synthetic-linux-nvidia-h200-opencl-loaders-differ", ocl)
+    doc = json.loads((ocl / "opencl-icd.json").read_text(encoding="utf-8"))
+    doc["loader"][0]["path"] = f"/usr/local/{value}/libOpenCL.so.1"
+    (ocl / "opencl-icd.json").write_text(json.dumps(doc), encoding="utf-8")
+    out.append(ocl)
+    return out
+
+
+@needs_bash
+@pytest.mark.parametrize("value", [HOSTILE, "Intel(R) oneAPI"])
+def test_doctor_fix_lines_quote_what_they_read_from_the_machine(tmp_path: Path, value: str) -> None:
+    """Pasted as they are, doctor's fix lines run the commands they name and nothing from the capture:
+    every program they call is a stub here, and the stub `touch` leaves a mark if a value ran it."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name in ("sudo", "mkdir", "ln", "python", "mlprobe", "dmesg", "grep", "modprobe", "nvidia-modprobe"):
+        (stubs / name).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+        (stubs / name).chmod(0o755)
+    (stubs / "touch").write_text('#!/bin/sh\n: > "$HOME/ran-touch"\n', encoding="utf-8")
+    (stubs / "touch").chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    lines: List[str] = []
+    for bundle in _hostile_bundles(tmp_path / "bundles", value):
+        fixes = _doctor_fixes(bundle)
+        assert fixes, bundle.name
+        lines += fixes
+    assert any(value in line or shlex.quote(value) in line or "vid" in line for line in lines)
+    for line in lines:
+        bash_check(line)
+        assert BASH is not None
+        p = subprocess.run([BASH, "-c", line], capture_output=True, text=True, cwd=home, timeout=10,
+                           env={"HOME": str(home), "PATH": str(stubs), "LOGNAME": "me"})
+        assert not (home / "ran-touch").exists(), f"pasting {line!r} ran a command from the capture"
+        assert "syntax error" not in p.stderr, (line, p.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict
 
+from ...model import shell
 from ...model.doctor import Evidence
 from ..context import DoctorContext
 from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _flavour, _seen_reason, _version, check
@@ -112,7 +113,7 @@ def build_swapped(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if flavour[:2] != str(best["index"])[:2]:
         return []  # another vendor's build: torch-wrong-vendor says so
     return [Hit({"version": _version(dc, "torch"), "build": flavour, "wanted": best["index"],
-                 "index_url": best.get("index_url") or best["index"]},
+                 "index_url": shell.posix([str(best.get("index_url") or best["index"])])},
                 _ev(dc.framework_evidence("torch")),
                 detail=f"the plan recommends {best['recipe']} from the {best['index']} index; "
                        f"the installed build ({flavour}) fits this machine too, so this is a warning only")]

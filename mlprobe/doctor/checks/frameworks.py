@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from ...model import shell
 from ...model.doctor import Evidence
 from ..context import DoctorContext
 from ._base import Hit, Result, Unknown, check
@@ -40,9 +41,9 @@ def framework_sees_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         if kind is None or fw.gpus() or fw.error:
             continue
         reason = next((str(u.get("reason")) for u in fw.unavailable if u.get("reason")), "no reason given")
-        py = f" --python {dc.python}" if dc.python else ""
+        py = f" --python {shell.posix([dc.python])}" if dc.python else ""
         fix = ("fix the blocking findings above first" if any(f.severity == "blocking" for f in getattr(dc, "found", []))
-               else f"mlprobe verify --framework {fw.name}{py} -v  # the framework's own error, in full")
+               else f"mlprobe verify --framework {shell.posix([fw.name])}{py} -v  # the framework's own error, in full")
         out.append(Hit({"name": fw.name, "version": fw.version or "?", "kind": kind, "reason": reason, "fix": fix},
                        [Evidence(capture=dc.enumeration.source, line=reason)]))
     return out
@@ -52,8 +53,8 @@ def framework_sees_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 def framework_enumeration_failed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if dc.enumeration is None:
         return []
-    py = f" --python {dc.python}" if dc.python else ""
-    out = [Hit({"name": fw.name, "error": fw.error, "fix": f"mlprobe verify --framework {fw.name}{py} -v"},
+    py = f" --python {shell.posix([dc.python])}" if dc.python else ""
+    out = [Hit({"name": fw.name, "error": fw.error, "fix": f"mlprobe verify --framework {shell.posix([fw.name])}{py} -v"},
                [Evidence(capture=dc.enumeration.source, line=str(fw.error))])
            for fw in dc.enumeration.frameworks if fw.error]
     if dc.enumeration.error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ...model import shell
 from ...model.doctor import Evidence
 from ...model.knowledge import nvidia_name_row, rows, version
 from ..context import DoctorContext
@@ -180,7 +181,7 @@ def nvidia_device_nodes(dc: DoctorContext, row: Dict[str, Any]) -> Result:
             continue
         why = _node_problem(node, node.path, dc)
         if why:
-            out.append(Hit({"problem": why, "fix": f"sudo usermod -a -G {node.group} $LOGNAME  # then log in again"},
+            out.append(Hit({"problem": why, "fix": f"sudo usermod -a -G {shell.posix([node.group])} \"$LOGNAME\"  # then log in again"},
                            _ev(Evidence(capture="ls-l-dev.txt", line=node.line),
                                Evidence(capture="id.txt", line=dc.identity.line) if dc.identity else None)))
     return out

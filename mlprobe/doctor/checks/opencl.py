@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ...model import shell
 from ...model.doctor import Evidence
 from ..context import DoctorContext
 from ._base import Hit, Result, Unknown, check
@@ -46,7 +47,7 @@ def opencl_loaders_differ(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if not so or not so1 or so == so1:
         return []
     return [Hit({"so": so, "so1": so1,
-                 "fix": f"mkdir -p ~/.local/lib/opencl && ln -sf {so1} ~/.local/lib/opencl/libOpenCL.so && "
+                 "fix": f"mkdir -p ~/.local/lib/opencl && ln -sf {shell.posix([so1])} ~/.local/lib/opencl/libOpenCL.so && "
                         "export LD_LIBRARY_PATH=~/.local/lib/opencl:$LD_LIBRARY_PATH"},
                 [Evidence(capture=dc.opencl_capture, line=f"libOpenCL.so -> {so}"),
                  Evidence(capture=dc.opencl_capture, line=f"libOpenCL.so.1 -> {so1}")],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
+from ...model import shell
 from ...model.knowledge import rows
 from ..context import DoctorContext
 from ._base import Hit, Result, _ev, _flavour, _version, check
@@ -95,7 +96,7 @@ def ld_library_path_system_cuda(dc: DoctorContext, row: Dict[str, Any]) -> Resul
     if not bad:
         return []
     rest = [p for p in parts if p and p not in bad]
-    fix = f"export LD_LIBRARY_PATH={':'.join(rest)}" if rest else "unset LD_LIBRARY_PATH"
+    fix = shell.set_env("LD_LIBRARY_PATH", ":".join(rest)) if rest else "unset LD_LIBRARY_PATH"
     return [Hit({"folders": ", ".join(bad), "version": _version(dc, "torch"), "fix": fix},
                 _ev(dc.env_evidence("LD_LIBRARY_PATH"), dc.framework_evidence("torch")),
                 detail="the dynamic linker reads LD_LIBRARY_PATH before the library path baked into torch, so "
