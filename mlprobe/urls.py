@@ -124,6 +124,15 @@ def mask_credentials(text: str) -> str:
     return _USERINFO.sub(_mask, text)
 
 
+def strip_credentials(url: Optional[str]) -> Optional[str]:
+    """The URL without its user and password, for what is written to files that outlive the install or
+    travel (pylock.toml, the pins): uv keeps no credentials in its locks either. pip and uv ask a
+    keyring or .netrc for them where the index needs them."""
+    if not url or "@" not in url or "://" not in url:
+        return url
+    return _USERINFO.sub(lambda m: m.group("scheme"), url)
+
+
 def mask_deep(value: Any) -> Any:
     """mask_credentials over every string of a JSON-like document (keys included)."""
     if isinstance(value, str):

@@ -221,6 +221,12 @@ def test_index_credentials_never_reach_the_screen_the_json_or_the_log(work: Path
     assert doc["recipe"]["sources"]["index_url"].startswith("http://alice:****@127.0.0.1")
     assert stat.S_IMODE(logs[0].stat().st_mode) == 0o600
     assert stat.S_IMODE(logs[0].parent.stat().st_mode) == 0o700
+    # nor any file the install leaves behind (pylock.toml, the pins, pip.conf, the activate scripts)
+    env = work / "cwd" / "env"
+    assert (env / "pylock.toml").is_file()
+    for f in env.rglob("*"):
+        if f.is_file() and not f.is_symlink():
+            assert SECRET.encode() not in f.read_bytes(), f
 
 
 def test_a_malformed_url_with_credentials_is_refused_masked() -> None:
@@ -248,6 +254,34 @@ def test_without_a_home_folder_the_log_goes_to_a_private_temp_folder(work: Path,
     private = tmp_path / "tmp" / f"mlprobe-{os.getuid()}"
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert list((private / "mlprobe" / "logs").glob("install-demo-*.log"))
+
+
+@pytest.mark.parametrize("home", ["", "/"])
+def test_an_empty_or_root_home_is_no_home_folder(tmp_path: Path, home: str) -> None:
+    """HOME="" reads as "/" to Python, and some service accounts have "/" as their home: mlprobe's
+    logs and journals go to the private temp folder, never to /.cache."""
+    code = ("from mlprobe.install.apply import default_log_path; from mlprobe.install.guard import cache_base, "
+            "has_home; print(cache_base()); print(default_log_path('x', 'bundle').parent); print(has_home())")
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env.update(HOME=home, TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    base, logs, has = cp.stdout.split()
+    assert base == str(tmp_path / f"mlprobe-{os.getuid()}") and has == "False"
+    assert logs == str(Path(base) / "mlprobe" / "logs")
+
+
+def test_bundle_keeps_its_log_out_of_a_missing_home_folder(tmp_path: Path) -> None:
+    home = tmp_path / "nonexistent"
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env.update(HOME=str(home), TMPDIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    code = "from mlprobe.commands.bundle import _log_path; print(_log_path('plaidml-keras'))"
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    log = Path(cp.stdout.strip())
+    assert not home.exists(), "mlprobe created the missing home folder"
+    assert log.parent == tmp_path / f"mlprobe-{os.getuid()}" / "mlprobe" / "logs"
+    assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
 
 
 # ---------------------------------------------------------------- source isolation (item 4) --
@@ -572,3 +606,18 @@ def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: 
     replay = subprocess.run([sys.executable, "-m", "mlprobe", "scan", "--replay", str(out), "--json"],
                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
+
+
+def test_a_mirror_password_in_the_environment_is_masked_in_plan_and_install(tmp_path: Path) -> None:
+    """MLPROBE_PYTORCH_INDEX_URL with a password: plan (text and JSON) and install's dry run show the
+    mirror as pip shows it, `user:****@`."""
+    env = dict(os.environ, MLPROBE_PYTORCH_INDEX_URL=f"https://bob:{SECRET}@mirror.example/whl",
+               XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    bundle = str(ROOT / "fixtures" / "linux-nvidia-h200-mlprobe-capture")
+    for argv in (["plan", "--framework", "torch"], ["plan", "--framework", "torch", "--json"],
+                 ["install", "--framework", "torch"], ["install", "--framework", "torch", "--json"]):
+        cp = subprocess.run([sys.executable, "-m", "mlprobe", *argv, "--replay", bundle], capture_output=True,
+                            text=True, timeout=120, env=env, cwd=tmp_path)
+        assert cp.returncode in (0, 3), cp.stderr  # 3: install's JSON run found the mirror unreachable
+        assert SECRET not in cp.stdout + cp.stderr, argv
+        assert "bob:****@mirror.example" in cp.stdout + cp.stderr, argv

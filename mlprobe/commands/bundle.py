@@ -106,11 +106,13 @@ def _plan_for(report: Dict[str, Any], args: argparse.Namespace, opts: "InstallOp
 
 
 def _log_path(name: str) -> Path:
-    import time
+    """install's log folder (mlprobe's own, made for this user only), a bundle-… file in it."""
+    from ..install.apply import default_log_path
+    from ..install.guard import private_dir
 
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlprobe" / "logs"
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
-    return base / f"bundle-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    path = default_log_path(name, "bundle")
+    private_dir(path.parent)
+    return path
 
 
 def _make(iplan: "InstallPlan", target: "BundleTarget", out: Path, made_from: str,

@@ -10,6 +10,7 @@ import sys
 
 from ..errors import EXIT_USAGE, MlprobeError
 from ..model.vocabulary import vocabulary
+from ..urls import mask_doc
 from .common import add_replay, host_source, make_host, print_json, scan_host
 
 
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     # How many GPUs each framework will use: the host's environment (host.json on replay) decides.
     plan["gpu_use"] = [u.to_dict() for u in gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})]
     plan["source"] = report.get("source")
+    # A mirror's password (MLPROBE_PYTORCH_INDEX_URL=https://user:pw@...) is shown as pip shows it.
+    plan = mask_doc(plan)
     if args.why_not:
         try:
             doc = why_not(plan, args.why_not)

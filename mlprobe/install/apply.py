@@ -69,12 +69,14 @@ class ApplyResult:
                 "lock_error": self.lock_error, "remarks": list(self.remarks)})
 
 
-def default_log_path(recipe: str) -> Path:
+def default_log_path(recipe: str, command: str = "install") -> Path:
+    """<cache>/mlprobe/logs/<command>-<recipe>-<time>.log (see guard.cache_base: never a home folder
+    that does not exist)."""
     from .guard import cache_base
 
     base = cache_base() / "mlprobe" / "logs"
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe)
-    return base / f"install-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    return base / f"{command}-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
 class Stopped(KeyboardInterrupt):

@@ -36,10 +36,14 @@ _POSIX_ALLOWED = ("/usr/local", "/var/tmp", "/private/var/folders", "/private/va
 def _home() -> Optional[Path]:
     """The home folder when it exists; None for HOME=/nonexistent (a service account), which mlprobe
     must not create."""
+    if os.name != "nt" and not os.environ.get("HOME", "x").strip():
+        return None  # HOME="" reads as "/" to Python: never make /.cache
     try:
         home = Path.home()
     except (RuntimeError, KeyError, OSError):
         return None
+    if home == Path(home.anchor):
+        return None  # a home folder that is the file system's root (service accounts): not mlprobe's to fill
     # Decided once per process: a child (pip asks `rustc --version`, and rustup makes ~/.rustup) may
     # create the home folder mid-way, and the lock, the journal and the log must stay in one place.
     key = str(home)

@@ -29,6 +29,7 @@ from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
 from ..errors import ParseError, StageError
+from ..urls import strip_credentials
 
 LOCK_NAME = "pylock.toml"
 CREATED_BY = "mlprobe"
@@ -170,12 +171,12 @@ def build_lock(entries: Sequence[LockEntry], *, requires_python: Optional[str] =
             if not f.sha256:
                 raise StageError(f"no sha256 for {f.filename}", ref="E531", kind="failure")
             if f.filename.endswith(".whl"):
-                wheels.append(pl.PackageWheel(name=f.filename, url=f.url, path=f.path, size=f.size,
-                                              hashes={"sha256": f.sha256}))
+                wheels.append(pl.PackageWheel(name=f.filename, url=strip_credentials(f.url), path=f.path,
+                                              size=f.size, hashes={"sha256": f.sha256}))
             else:
-                sdist = pl.PackageSdist(name=f.filename, url=f.url, path=f.path, size=f.size,
+                sdist = pl.PackageSdist(name=f.filename, url=strip_credentials(f.url), path=f.path, size=f.size,
                                         hashes={"sha256": f.sha256})
-        packages.append(pl.Package(name=name, version=Version(version), index=files[0].index,
+        packages.append(pl.Package(name=name, version=Version(version), index=strip_credentials(files[0].index),
                                    wheels=wheels or None, sdist=sdist))
     lock = pl.Pylock(lock_version=Version("1.0"), created_by=CREATED_BY, packages=packages,
                      requires_python=SpecifierSet(requires_python) if requires_python else None,

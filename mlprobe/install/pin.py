@@ -32,6 +32,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import StageError
+from ..urls import strip_credentials
 from . import activate
 
 PINS_FILE = "mlprobe-pins.txt"
@@ -149,7 +150,7 @@ def choose_pins(requested: Iterable[str], installed: Mapping[str, Tuple[str, str
         if key not in installed:
             continue
         name, version = installed[key]
-        out.append(Pin(name, version, from_index(key) or index))
+        out.append(Pin(name, version, strip_credentials(from_index(key) or index)))
     return out
 
 

@@ -177,7 +177,7 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     for imp in plan.imports:
         steps.append(Step("check", f"import {imp} in the environment (a failure rolls the install back)"))
     for c in plan.commands:
-        steps.append(Step("note", "the recipe's own command (shown, not run)", c))
+        steps.append(Step("note", "the recipe's own command (shown, not run)", mask_credentials(c)))
     fw = _verify_framework(plan)
     if fw and plan.device and plan.device.lower() != "cpu" and env.mode != "replay":
         steps.append(Step("check", f"{fw}'s own device list, in the environment activate gives, must hold "
