@@ -323,6 +323,13 @@ def _leak(case: str, work: Path, extra: LocalIndex) -> Dict[str, str]:
         (conf / "inner.txt").write_text(f"--find-links {extra.folder}\n")
         (conf / "c.txt").write_text("-c inner.txt\ngoodlib<10\n")
         env["PIP_CONSTRAINT"] = str(conf / "c.txt")
+    elif case == "PIP_CONSTRAINT at a URL with an index line":
+        (extra.folder / "c.txt").write_text(f"--extra-index-url {extra.url}\ngoodlib<10\n")
+        env["PIP_CONSTRAINT"] = extra.url.replace("/simple/", "/files/c.txt")
+    elif case == "PIP_CONFIG_FILE naming a constraints file with an index line":
+        (conf / "c.txt").write_text(f"--extra-index-url {extra.url}\ngoodlib<10\n")
+        (conf / "pip.conf").write_text(f"[install]\nconstraint = {conf / 'c.txt'}\n")
+        env["PIP_CONFIG_FILE"] = str(conf / "pip.conf")
     elif case == "PIP_REQUIREMENT":
         (conf / "r.txt").write_text("intruder\n")
         env["PIP_REQUIREMENT"] = str(conf / "r.txt")
@@ -334,7 +341,8 @@ def _leak(case: str, work: Path, extra: LocalIndex) -> Dict[str, str]:
 UV_CASES = ["uv.toml in the working folder", "[tool.uv] of a pyproject.toml above", "UV_CONFIG_FILE",
             "~/.config/uv", "UV_OVERRIDE", "UV_CONSTRAINT"]
 PIP_CASES = ["PIP_CONSTRAINT with an index line", "PIP_CONSTRAINT including a file with a find-links line",
-             "PIP_REQUIREMENT"]
+             "PIP_CONSTRAINT at a URL with an index line",
+             "PIP_CONFIG_FILE naming a constraints file with an index line", "PIP_REQUIREMENT"]
 
 
 @pytest.mark.parametrize("installer,case", [("uv", c) for c in UV_CASES] + [("pip", c) for c in PIP_CASES]

@@ -147,7 +147,12 @@ def _constraint_files() -> Tuple[str, List[str]]:
 
         conf = Configuration(isolated=False)
         conf.load()
-        found = [v for k, v in conf.items() if k in ("global.constraint", "install.constraint")]
+        found = []
+        for k, v in conf.items():
+            # pip before 23.x yields (key, value); later ones (file, {key: value}) per file
+            for key, val in (v.items() if isinstance(v, dict) else [(k, v)]):
+                if key in ("global.constraint", "install.constraint") and isinstance(val, str):
+                    found.append(val)
     except Exception:  # pip's internals moved, or no pip here: pip's own files stay as they are
         return "", []
     return "pip's configuration (constraint)", " ".join(found).split()
@@ -155,7 +160,16 @@ def _constraint_files() -> Tuple[str, List[str]]:
 
 def _read_constraints(path: str, depth: int, kept: List[str], dropped: List[str]) -> None:
     """Append the constraint lines of `path` (and of the files it includes) to kept; every other
-    option line to dropped."""
+    option line to dropped. A constraints file at a URL is dropped whole: pip would fetch it and obey
+    the option lines in it, which mlprobe cannot see beforehand."""
+    if path.lower().startswith("file:"):
+        from urllib.parse import unquote, urlsplit
+
+        path = unquote(urlsplit(path).path)
+    elif "://" in path:
+        dropped.append(f"-c {mask_credentials(path)} (a constraints file at a URL: download it and name the file, "
+                       "so mlprobe can read it before pip does)")
+        return
     try:
         with open(path, "rb") as f:
             text = f.read(_CONSTRAINT_MAX_BYTES).decode("utf-8", "replace")
