@@ -483,6 +483,32 @@ def test_files_and_packages_added_after_a_killed_run_are_not_removed(work: Path,
     assert "delete" in cp.stderr  # how to let mlprobe forget it
 
 
+@pytest.mark.parametrize("existing", [False, True], ids=["half-made new venv", "existing venv"])
+def test_a_folder_moved_in_after_a_killed_run_is_not_removed(work: Path, slow_index: LocalIndex,
+                                                             existing: bool) -> None:
+    """`mv ~/mywork venv/` keeps the files' old times (a rename changes only the folder's): the folder
+    itself says the target changed since the install died."""
+    import time
+
+    venv = work / "cwd" / "env"
+    if existing:
+        _venv_with(venv, slow_index, "goodlib==1.0")
+    mywork = work / "mywork"
+    mywork.mkdir()
+    (mywork / "thesis.tex").write_text("years of work")
+    old = time.time() - 86400
+    os.utime(mywork / "thesis.tex", (old, old))
+    _killed_midway(work, slow_index, venv, *([] if existing else ["--without-pip"]))
+    assert (venv / "pyvenv.cfg").is_file()
+    _later()
+    shutil.move(str(mywork), str(venv / "mywork"))
+    for args in (("--recover",), ("--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url",
+                                  slow_index.url, "--apply", "--no-verify", "--venv", str(venv))):
+        cp = cli(work, *args)
+        assert cp.returncode == 1 and "[E511]" in cp.stderr and "changed since" in cp.stderr, cp.stderr
+        assert (venv / "mywork" / "thesis.tex").read_text() == "years of work"
+
+
 def test_a_killed_run_through_a_symlink_never_rolls_back_what_the_link_points_to_now(
         work: Path, slow_index: LocalIndex) -> None:
     from tests.pep503_server import tree_state

@@ -89,17 +89,36 @@ def _identity(path: Path) -> Optional[Tuple[int, int]]:
 
 def changed_after(roots: Iterable[Path], shallow: Iterable[Path], moment: float,
                   limit: int = 20) -> List[str]:
-    """Files (not folders: Python's own __pycache__ changes those) under roots, or directly in a
-    shallow folder, whose inode changed after `moment`: made, written, renamed or chmod-ed since."""
+    """What under roots (or directly in a shallow folder) changed after `moment`: a file whose inode
+    changed (made, written, renamed, chmod-ed), and a folder that changed with nothing newer inside to
+    explain it. A folder moved in keeps its files' old times but gets a new one itself (`mv ~/work
+    venv/`); a file deleted leaves only its folder's time. A folder whose change is explained by a
+    newer entry (Python writing __pycache__ into a package) is not counted itself: the entry is looked
+    at on its own."""
     found: List[str] = []
+
+    def newer(path: str, st: "os.stat_result") -> bool:
+        return st.st_ctime > moment and not _regenerable(path)
 
     def look(entry: "os.DirEntry[str]") -> None:
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             return
-        if st.st_ctime > moment and not _regenerable(entry.path):
+        if newer(entry.path, st):
             found.append(entry.path)
+
+    def look_folder(path: str) -> None:
+        try:
+            st = os.lstat(path)
+            if not newer(path, st):
+                return
+            with os.scandir(path) as it:
+                explained = any(e.stat(follow_symlinks=False).st_ctime > moment for e in it)
+        except OSError:
+            return
+        if not explained:
+            found.append(path + os.sep)
 
     for folder in shallow:
         try:
@@ -110,6 +129,8 @@ def changed_after(roots: Iterable[Path], shallow: Iterable[Path], moment: float,
         except OSError:
             continue
     stack = [str(r) for r in roots if r.is_dir()]
+    for r in stack:
+        look_folder(r)
     while stack and len(found) < limit:
         top = stack.pop()
         try:
@@ -117,6 +138,7 @@ def changed_after(roots: Iterable[Path], shallow: Iterable[Path], moment: float,
                 for e in it:
                     if e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
+                        look_folder(e.path)
                     else:
                         look(e)
         except OSError:
