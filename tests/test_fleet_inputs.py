@@ -78,6 +78,17 @@ def test_an_output_that_is_an_input_is_refused(templates: List[Dict[str, Any]], 
     assert main(["report", "--replay", str(bundle), "-o", str(smi)]) == 2
     _refused(capsys)
     assert smi.read_bytes() == smi_bytes
+    # install's transcript appended to the recipe file it installs (or the lock, or a replayed file)
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text('{"recipe": "demo", "title": "t", "framework": "demo", "packages": ["six"]}')
+    recipe_bytes = recipe.read_bytes()
+    assert main(["install", "--recipe-file", str(recipe), "--log", str(recipe), "--apply",
+                 "--venv", str(tmp_path / "never")]) == 2
+    _refused(capsys)
+    assert main(["install", "--framework", "torch", "--replay", str(bundle), "--log", str(smi)]) == 2
+    _refused(capsys)
+    assert recipe.read_bytes() == recipe_bytes and smi.read_bytes() == smi_bytes
+    assert not (tmp_path / "never").exists()
     # a new file beside the inputs is fine
     assert main(["fleet", "merge", str(reports), "-o", str(reports / "fleet.json")]) == 0
 

@@ -624,8 +624,9 @@ def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: 
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
     full = subprocess.run([sys.executable, "-c", _NO_ROOM, "capture", str(out)], capture_output=True, text=True,
                           timeout=300, env=env, cwd=tmp_path)
-    assert not out.exists() or [p.name for p in out.iterdir()] == [], "a partial bundle blocks the retry"
+    assert not out.exists(), "the folder the failed capture made is left behind"
     assert full.returncode == 1, full.stderr
+    assert "nothing was left behind" in full.stderr
     assert "[E104]" in full.stderr and "Traceback" not in full.stderr, full.stderr
     assert [p.name for p in tmp_path.iterdir() if p.name != "bundle"] == []  # no staging folder left
     again = subprocess.run([sys.executable, "-m", "mlprobe", "capture", str(out)], capture_output=True, text=True,
@@ -640,6 +641,13 @@ def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: 
     replay = subprocess.run([sys.executable, "-m", "mlprobe", "scan", "--replay", str(out), "--json"],
                             capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert replay.returncode == 0, replay.stderr
+    # a folder of the person's, empty before: it stays, empty, and the message says so
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    full = subprocess.run([sys.executable, "-c", _NO_ROOM, "capture", str(mine)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
+    assert full.returncode == 1 and mine.is_dir() and not any(mine.iterdir())
+    assert "is as it was, empty" in full.stderr, full.stderr
 
 
 def test_a_mirror_password_in_the_environment_is_masked_in_plan_and_install(tmp_path: Path) -> None:

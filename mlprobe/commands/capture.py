@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
             why="a bundle is one machine's captures; mixing two would replay as neither",
             next_step="pass a new folder name", ref="E102", exit_code=EXIT_USAGE,
         )
+    made = [d for d in [folder, *folder.parents] if not os.path.lexists(d)]  # the folders this run makes
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -38,9 +40,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         caps = write_bundle(shared_live_host(), folder)
     except OSError as exc:
+        for d in made:  # innermost first; write_bundle left nothing in them
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        left = "nothing was left behind" if made else f"{folder} is as it was, empty"
         raise MlprobeError(
             f"cannot write the bundle {folder}", why=exc.strerror or str(exc),
-            next_step="nothing was left behind; free some space (or pick another place), then run the same "
+            next_step=f"{left}; free some space (or pick another place), then run the same "
                       "command again", ref="E104", exit_code=EXIT_FAILURE,
         ) from None
     written = sorted(n for n, c in caps.items() if c.status == "ok")

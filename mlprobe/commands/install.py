@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..install.steps import InstallOptions
     from ..model.plan import Recommendation
 
-from .common import add_replay, seconds
+from .common import add_replay, refuse_overwriting_an_input, replay_inputs, seconds
 
 SOURCES_HELP = """\
 where packages come from:
@@ -272,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
         return unpin_command(args)
     if args.log is not None:
         _check_log(Path(args.log))
+        inputs = [str(f) for f in (args.recipe_file, args.from_lock) if f is not None] + replay_inputs(args)
+        refuse_overwriting_an_input(str(args.log), inputs, "--log")
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)
