@@ -8,6 +8,8 @@
 #                                    timed once more
 #   scripts/h200-accept.sh speed     scan against its floors and collect_env, verify torch and torch+jax
 #                                    against the hand-written loop, PlaidML's verify (scripts/h200-speed.sh)
+#   scripts/h200-accept.sh all       both in one call, with fewer rounds (SCAN_N=7, VERIFY_ROUNDS=1, no
+#                                    serial comparison, no second PlaidML verify), packed as they finish
 #
 # Needs, in this checkout: .whl/h200 (mlprobe's wheel and its dependencies for CPython 3.12 manylinux,
 # numpy left out: the image has it) and, for `offline`, build/h200-plaidml (`mlprobe bundle --replay
@@ -15,7 +17,7 @@
 # Each part packs its outputs into one OUT/<part>-*.tgz (few files come back from that machine).
 set -u
 cd "$(dirname "$0")/.."
-part="${1:?usage: $0 offline|speed}"
+part="${1:?usage: $0 offline|speed|all}"
 out="${OUT:-h200-accept-out}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -40,6 +42,7 @@ offline)
   mkdir -p "$out/w"
   make_plaidml_venv 2>&1 | tee "$out/w/offline-log.txt"
   OUT="$out/w/doctor" timeout 200 scripts/h200-doctor.sh 2>&1 | tee -a "$out/w/offline-log.txt"
+  [ "${AGAIN:-1}" = 1 ] || { pack offline; exit 0; }
   # verify plaidml alone once more, timed (the bundle script's run came right after the install)
   t0=$(date +%s.%N)
   timeout 150 "$pv/bin/python" -m mlprobe verify --framework plaidml --python "$pv/bin/python" --json \
@@ -51,8 +54,13 @@ offline)
 speed)
   mkdir -p "$out/w"
   [ -x "$pv/bin/python" ] || make_plaidml_venv > "$out/w/plaidml-venv-log.txt" 2>&1
-  OUT="$out/w/speed" PLAIDML_PY="$pv/bin/python" timeout 560 scripts/h200-speed.sh 2>&1 | tail -40
+  OUT="$out/w/speed" PLAIDML_PY="$pv/bin/python" timeout "${SPEED_TIMEOUT:-560}" scripts/h200-speed.sh 2>&1 | tail -40
   pack speed
+  ;;
+all)
+  AGAIN=0 "$0" offline
+  left=$(( ${BUDGET_S:-580} - SECONDS ))  # what is left of one device call for the speed part
+  SPEED_TIMEOUT=$left SCAN_N="${SCAN_N:-7}" VERIFY_ROUNDS="${VERIFY_ROUNDS:-1}" SERIAL="${SERIAL:-0}" "$0" speed
   ;;
 *) echo "unknown part: $part"; exit 2 ;;
 esac

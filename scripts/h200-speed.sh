@@ -10,7 +10,8 @@
 #      torch loop of the same CNN measured in the same run.
 #
 #   OUT=/some/dir scripts/h200-speed.sh           (default OUT: ./h200-speed-out)
-#   SCAN_N=15 VERIFY_ROUNDS=2                     (rounds of the scan and verify benchmarks)
+#   SCAN_N=15 VERIFY_ROUNDS=2 SERIAL=1            (rounds of the scan and verify benchmarks; SERIAL=0 skips
+#                                                  the serial-schedule comparison)
 #   PY=/opt/torch/.venv/bin/python3               (torch 2.11 cu130 + jax 0.11.2 CUDA 13; the default)
 #   PLAIDML_PY=/path/to/plaidml-venv/bin/python   (optional: the PlaidML part runs only with it, or
 #                                                  when ~/venvs/plaidml/bin/python exists)
@@ -69,8 +70,10 @@ PYEOF
 say "3. verify: overlapped, then serial, with the hand-written loop in the same run"
 timeout 1500 "$PY" benchmarks/bench_verify_speed.py --rounds "${VERIFY_ROUNDS:-2}" --sets torch torch,jax --python "$PY" \
   --json "$out/bench_verify.json" 2>&1 | tee -a "$log"
-timeout 900 "$PY" benchmarks/bench_verify_speed.py --rounds 1 --sets torch torch,jax --python "$PY" --serial \
-  --json "$out/bench_verify_serial.json" 2>&1 | tee -a "$log"
+if [ "${SERIAL:-1}" = 1 ]; then
+  timeout 900 "$PY" benchmarks/bench_verify_speed.py --rounds 1 --sets torch torch,jax --python "$PY" --serial \
+    --json "$out/bench_verify_serial.json" 2>&1 | tee -a "$log"
+fi
 "$PY" -m mlprobe -q verify --json > "$out/verify-all.json" 2>> "$log"
 
 PLAIDML_PY="${PLAIDML_PY:-$HOME/venvs/plaidml/bin/python}"
