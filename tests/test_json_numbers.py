@@ -128,3 +128,26 @@ def test_large_but_real_numbers_still_read(base: Dict[str, Any], tmp_path: Path,
     assert main(["fleet", "merge", str(f), "--json"]) == 0
     out: List[Dict[str, Any]] = strict(capsys.readouterr().out)["nodes"]
     assert out[0]["facts"]["gpus"][0]["memory_bytes"] == 2 ** 63
+
+
+@pytest.mark.parametrize("speed", [1.7e308, 1e300, 5e15])
+def test_a_huge_but_finite_speed_draws_a_finite_chart(base: Dict[str, Any], tmp_path: Path, speed: float) -> None:
+    """A report may carry any finite number: the fleet page's bars stay finite lengths (1.7e308 made
+    width="inf" and x1="inf")."""
+    import re
+
+    from mlprobe.fleet.html import render_html
+    from mlprobe.fleet.merge import merge_reports
+
+    paths = []
+    for i, v in enumerate((speed, 12345.0)):
+        d = json.loads(json.dumps(base))
+        d["verify"]["results"][0]["speed"]["images_per_s"] = v
+        d["scan"]["hostname"] = f"node{i}"
+        f = tmp_path / f"n{i}.json"
+        f.write_text(json.dumps(d), encoding="utf-8")
+        paths.append(str(f))
+    page = render_html(strict(json.dumps(merge_reports(paths))))
+    chart = page[page.index('<svg id="speed-chart"'):page.index("</svg>")]
+    for attr, value in re.findall(r'\b(width|x1|x2|x)="([^"]*)"', chart):
+        assert re.fullmatch(r"-?\d+(\.\d+)?", value), (attr, value)

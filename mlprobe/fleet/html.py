@@ -5,6 +5,8 @@ carry them."""
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from html import escape
 from typing import Any, Dict, List, Optional, Tuple
@@ -87,11 +89,20 @@ def speed_rows(doc: Dict[str, Any]) -> List[Tuple[str, float, float, float, int]
     return sorted(rows, key=lambda r: -r[1])
 
 
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if v < 1e12 else f"{v:.3g}"
+
+
 def speed_chart(rows: List[Tuple[str, float, float, float, int]]) -> str:
     """Horizontal bars (median images/s) with a min-max whisker, as inline SVG."""
     if not rows:
         return "<p>No report carries verify speeds (run `mlprobe fleet scan --verify`, or merge reports " \
                "made with `mlprobe report --verify`).</p>"
+    # a report may carry any finite number (1.7e308 images/s): each length is a fraction of the
+    # largest value first, then scaled, so nothing overflows to inf in the page
+    rows = [r for r in rows if all(math.isfinite(v) and v >= 0 for v in r[1:4])]
+    if not rows:
+        return "<p>No report carries a usable verify speed.</p>"
     label_w, bar_w, row_h, top = 420, 460, 26, 24
     vmax = max(r[3] for r in rows) or 1.0
     height = top + row_h * len(rows) + 10
@@ -102,15 +113,15 @@ def speed_chart(rows: List[Tuple[str, float, float, float, int]]) -> str:
              f'line: min-max over nodes)</text>']
     for i, (label, med, lo, hi, n) in enumerate(rows):
         y = top + i * row_h
-        w = max(1.0, bar_w * med / vmax)
-        x_lo, x_hi = label_w + bar_w * lo / vmax, label_w + bar_w * hi / vmax
+        w = max(1.0, bar_w * (med / vmax))
+        x_lo, x_hi = label_w + bar_w * (lo / vmax), label_w + bar_w * (hi / vmax)
         short = label if len(label) <= 64 else label[:61] + "..."
-        parts.append(f'<g class="bar"><title>{_e(label)}: median {med:,.0f} images/s over {n} node(s)</title>'
+        parts.append(f'<g class="bar"><title>{_e(label)}: median {_num(med)} images/s over {n} node(s)</title>'
                      f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{_e(short)}</text>'
                      f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row_h - 8}" fill="#4a7bd0"/>'
                      f'<line x1="{x_lo:.1f}" x2="{x_hi:.1f}" y1="{y + row_h / 2 - 1:.1f}" y2="{y + row_h / 2 - 1:.1f}" '
                      f'stroke="#111" stroke-width="1.5"/>'
-                     f'<text x="{label_w + w + 6:.1f}" y="{y + 15}" class="value">{med:,.0f}'
+                     f'<text x="{label_w + w + 6:.1f}" y="{y + 15}" class="value">{_num(med)}'
                      f'{f" (n={n})" if n > 1 else ""}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
