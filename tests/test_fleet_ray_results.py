@@ -71,6 +71,10 @@ def test_odd_answers_cost_only_their_node(monkeypatch: pytest.MonkeyPatch) -> No
     nan["verify"]["results"][0]["speed"]["images_per_s"] = float("nan")
     wrong = json.loads(json.dumps(good))
     wrong["scan"]["gpus"] = {"not": "a list"}
+    tuple_key = json.loads(json.dumps(good))
+    tuple_key["scan"]["runtimes"][("a", "tuple")] = "key"  # a Python value, not JSON: fleet_json failed on it
+    a_set = json.loads(json.dumps(good))
+    a_set["scan"]["cpu"]["flags"] = {"avx", "avx2"}
     answers: Dict[str, Any] = {
         "n-good": {"report": good, "seconds": 1.0},
         "n-string": "a string, not a result",
@@ -80,6 +84,8 @@ def test_odd_answers_cost_only_their_node(monkeypatch: pytest.MonkeyPatch) -> No
         "n-huge": {"report": huge, "seconds": 1.0},
         "n-nan": {"report": nan, "seconds": float("inf")},
         "n-wrong-type": {"report": wrong},
+        "n-tuple-key": {"report": tuple_key},
+        "n-set": {"report": a_set},
         "n-deep": {"report": {"scan": {"cpu": {"model": "x"}}, "x": [[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]}},
     }
     fake_ray(monkeypatch, answers)
@@ -94,6 +100,11 @@ def test_odd_answers_cost_only_their_node(monkeypatch: pytest.MonkeyPatch) -> No
     assert "scan.gpus[0].memory_bytes" in errors["n-huge"]
     assert "images_per_s" in errors["n-nan"]
     assert "scan.gpus" in errors["n-wrong-type"]
-    assert doc["summary"]["by_status"] == {"ok": 2, "error": 7}
+    assert "key that is not text" in errors["n-tuple-key"] and "scan.runtimes" in errors["n-tuple-key"]
+    assert "set" in errors["n-set"]
+    assert doc["summary"]["by_status"] == {"ok": 2, "error": 9}
     assert len(events) == len(answers)
     json.dumps(doc, allow_nan=False)  # the fleet report is JSON
+    from mlprobe.commands.fleet import fleet_json
+
+    json.loads(fleet_json(doc))

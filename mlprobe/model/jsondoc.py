@@ -106,10 +106,14 @@ def check(obj: Any, path: str = "", depth: int = 0) -> None:
             raise BadNumber(path, repr(obj), "not a finite number")
     elif isinstance(obj, dict):
         for k, v in obj.items():
+            if not isinstance(k, str):  # JSON keys are strings; json.dumps would fail on a tuple later
+                raise ValueError(f"{path or 'the document'}: a key that is not text ({type(k).__name__} {k!r:.40})")
             check(v, f"{path}.{k}" if path else str(k), depth + 1)
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
             check(v, f"{path}[{i}]", depth + 1)
+    else:
+        raise ValueError(f"{path or 'the document'}: a {type(obj).__name__}, which no JSON document holds")
 
 
 def finite(obj: Any) -> Any:
