@@ -189,3 +189,7 @@ def test_version_order() -> None:
     assert version_order("580.159.04") > version_order("580.95.05")
     assert version_order("torch 2.11.0 cu130") > version_order("torch 2.9.1 cu130")
     assert version_order("535.54.03, 580.95.05") > version_order("535.54.03")
+    # Debian package versions are no PEP 440 versions: their numbers still compare as numbers
+    assert version_order("550.100.01-1ubuntu1") > version_order("550.54.15-1ubuntu1")
+    assert version_order("6.4.1-1~22.04") > version_order("6.4.0-10~22.04")
+    sorted([version_order(v) for v in ("580.95.05", "550.54.15-1ubuntu1", "abc", "", "1.0+cu130")])  # no TypeError

@@ -30,15 +30,17 @@ def software_of(s: Dict[str, Any]) -> Dict[str, Optional[str]]:
 
 def version_order(value: Optional[str]) -> Tuple[Tuple[int, Any], ...]:
     """A value's words in version order: `580.159.04` after `580.95.05`, `torch 2.11.0 cu130` after
-    `torch 2.9.1 cu128` (packaging's Version for each word that is one, the text for the rest)."""
+    `torch 2.9.1 cu128` (packaging's Version for each word that is one; in the rest, runs of digits
+    compared as numbers: `550.100.01-1ubuntu1` after `550.54.15-1ubuntu1`)."""
     out: List[Tuple[int, Any]] = []
     for word in re.split(r"[\s,;]+", value or ""):
         if not word:
             continue
         try:
             out.append((1, Version(word)))
-        except InvalidVersion:
-            out.append((0, word))
+        except InvalidVersion:  # 550.54.15-1ubuntu1: its numbers compared as numbers, the rest as text
+            out.append((0, tuple((0, int(part)) if part.isdigit() else (1, part)
+                                 for part in re.findall(r"\d+|\D+", word))))
     return tuple(out)
 
 
