@@ -184,3 +184,12 @@ def test_the_environment_overrides_a_replay_and_says_so(tmp_path: Path) -> None:
     assert "over the bundle's own 3.8" in err
     rc, out, err = _cli(["report", "--replay", str(EPYC)], env)
     assert json.loads(out)["scan"]["overrides"] == {"MLPROBE_OVERRIDE_PYTHON_VERSION": "3.8"}
+
+
+def test_diff_says_it_does_not_apply_the_environment_overrides() -> None:
+    """diff compares two machines as their captures hold them: an override from the environment would
+    make both alike in that fact, so it is not applied, and stderr says so."""
+    env = {"MLPROBE_OVERRIDE_PYTHON_VERSION": "3.9"}
+    rc, out, err = _cli(["diff", "--json", str(EPYC), str(EPYC)], env)
+    assert rc == 0, err
+    assert "MLPROBE_OVERRIDE_PYTHON_VERSION from the environment is not applied by diff" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, MlprobeError
@@ -25,10 +26,22 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(func=run)
 
 
+def _say_overrides_are_not_applied() -> None:
+    """MLPROBE_OVERRIDE_* set here would make both machines alike in that fact: diff compares them as
+    their reports and bundles hold them, and says so (each side's own overrides are shown as such)."""
+    from .. import ui
+    from ..scan.host import OVERRIDE_PREFIX
+
+    for k in sorted(k for k in os.environ if k.startswith(OVERRIDE_PREFIX)):
+        ui.note(f"{ui.safe_line(k)} from the environment is not applied by diff: it compares the two machines "
+                "as their reports and bundles hold them")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import diff_side
     from ..report.diff import DiffInputError, diff_document, diff_sides, render_table
 
+    _say_overrides_are_not_applied()
     sides = []
     for path in (args.a, args.b):
         try:
