@@ -184,6 +184,30 @@ def _formats() -> List[Tuple[str, str, List[str]]]:
     add("URL user-only token", lambda: (f"git clone https://{utok}@git.lab:8443/org/repo.git", [utok]))
     add("URL oauth2accesstoken user", lambda: ("https://oauth2accesstoken@localhost:8081/p/r/simple/",
                                                ["oauth2accesstoken"]))
+    # Command lines and names that a second attack found unredacted.
+    mpwd, sshp = rand(14), rand(14)
+    add("MYSQL_PWD / SSHPASS assignments", lambda: (f"MYSQL_PWD={mpwd} mysql -u app\nSSHPASS={sshp} sshpass -e ssh x",
+                                                   [mpwd, sshp]))
+    rp = rand(16)
+    add("redis-cli -a", lambda: (f"redis-cli -h cache.lab -p 6379 -a {rp} ping", [rp]))
+    hp = rand(16)
+    add("helm repo add --password", lambda: (f"helm repo add lab https://charts.lab --username u --password {hp}", [hp]))
+    ep = rand(16)
+    add("echo | docker login --password-stdin", lambda: (f"echo {ep} | docker login -u ci --password-stdin reg.lab",
+                                                          [ep]))
+    htp = rand(12)
+    add("htpasswd -b", lambda: (f"htpasswd -cb /etc/nginx/.htpasswd alice {htp}", [htp]))
+    smb = rand(12)
+    add("smbclient -U user%pass", lambda: (f"smbclient //nas/share -U alice%{smb} -c ls", [smb]))
+    disk = "S3Z9NB0K" + rand(7, UPPER)
+    add("disk serial in a by-id name", lambda: (f"lrwxrwxrwx 1 root root 9 ata-Samsung_SSD_860_EVO_1TB_{disk} -> "
+                                                "../../sda", [disk]))
+    sn = "S4EWNX0N" + rand(7, UPPER)
+    add("NVMe SN line", lambda: (f"Node  SN: {sn}  Model: Samsung SSD 970 EVO Plus 1TB", [sn]))
+    gid2 = "".join(RNG.choice("123456789") for _ in range(19))
+    add("GCP instance id as JSON", lambda: (f'{{"id": {gid2}, "zone": "projects/1/zones/us-c1-a"}}', [gid2]))
+    acct = "".join(RNG.choice("0123456789") for _ in range(12))
+    add("AWS account in an ARN", lambda: (f"arn:aws:iam::{acct}:role/ml-runner", [acct]))
     return out
 
 

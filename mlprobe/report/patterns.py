@@ -52,7 +52,8 @@ NOT_USERS = frozenset(
 
 _SECRET_WORDS = frozenset(
     (
-        "token secret password passwd passphrase apikey credential credentials auth pat privatekey accesskey"
+        "token secret password passwd passphrase apikey credential credentials auth pat privatekey accesskey "
+        "pwd sshpass"
     ).split()
 )
 _HOST_KEYS = frozenset(
@@ -144,7 +145,7 @@ PRIVATE_KEY_BLOCK = re.compile(
 NETRC = re.compile(r"(?im)\b(?:login|machine)\b[^\n]*?\b(?:password|passwd)[ \t]+(?P<v>\S+)")
 
 # Cheap substring tests before the costly assignment regex (names are upper case there).
-SECRET_HINTS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CREDENTIAL", "PAT")
+SECRET_HINTS = ("TOKEN", "SECRET", "PASS", "KEY", "AUTH", "CREDENTIAL", "PAT", "PWD")
 TOKEN_PREFIXES = tuple(("hf_ ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- xox AKIA AIza glpat- eyJ npm_ k_live_ "
                         "k_test_ pypi-AgE shpat_ shpca_ shppa_ shpss_ dop_v1_ dapi SG. AKCp hooks.slack").split())
 # The userinfo of a URL runs to its last '@' before the host (as urllib and pip read it), so a password
@@ -169,10 +170,24 @@ CLI_SECRETS = [
                r"apptainer)\b"
                rf"[^\n]*?\blogin\b[^\n]*?[ \t](?:(?-i:-p)|--password)(?:[ \t]+|=){_ARG_VALUE}"),
     re.compile(rf"(?i)\bsshpass\b[^\n]*?[ \t](?-i:-p)[ \t]*{_ARG_VALUE}"),
+    # redis-cli -a SECRET / --pass SECRET; any command's --password/--passwd/--pass/--token/--secret VALUE
+    re.compile(rf"(?i)\bredis-cli\b[^\n]*?[ \t](?:(?-i:-a)|--pass)(?:[ \t]+|=){_ARG_VALUE}"),
+    re.compile(r"(?i)(?<![\w-])--(?:password|passwd|pass|token|secret|api-?key|auth-token|access-token)"
+               rf"(?![\w-])(?:[ \t]+|=){_ARG_VALUE}"),
+    # Samba and CIFS tools: -U user%SECRET, --user=user%SECRET
+    re.compile(r"(?i)\b(?:smbclient|rpcclient|smbcacls|smbget|smbmap|smbtree|net|mount\.cifs|wbinfo)\b[^\n]*?"
+               r"[ \t](?:(?-i:-U)|--user(?:name)?)(?:[ \t]*|=)[\"']?[^\s%\"']{1,64}%(?P<v>[^\s\"']{1,400})"),
+    # htpasswd -b[...] [FILE] USER SECRET: the password is the command's last word
+    re.compile(r"(?i)\bhtpasswd\b(?=[^\n]*?[ \t]-[A-Za-z]*b)(?:[ \t]+\S+){2,}?[ \t]+"
+               r"(?:(?P<q>[\"'])(?P<qv>[^\"'\r\n]{1,400})(?P=q)|(?P<v>[^\s\"';|&]{1,400}))[ \t]*(?=$|[;|&#\r\n])"),
+    # a secret piped into a login: echo SECRET | docker login --password-stdin
+    re.compile(r"(?i)\b(?:echo|printf)(?:[ \t]+-n|[ \t]+[\"']%s[\"'])?[ \t]+"
+               r"(?:(?P<q>[\"'])(?P<qv>[^\"'\r\n]{1,400})(?P=q)|(?P<v>[^\s\"'|]{1,400}))[ \t]*\|[^\n]*?--password-stdin"),
     re.compile(r"(?i)\bcurl\b[^\n]*?[ \t](?:(?-i:-u)|--user)(?:[ \t]+|=)[\"']?[^\s:\"'@/]{1,64}:"
                r"(?P<v>[^\s\"']{1,400})"),
 ]
-CLI_HINTS = ("mysql", "mariadb", "login", "sshpass", "curl")
+CLI_HINTS = ("mysql", "mariadb", "login", "sshpass", "curl", "redis-cli", "--pass", "--token", "--secret",
+             "--api", "--auth", "--access", "%", "htpasswd", "stdin")
 # AWS EC2 instance ids, wherever they appear (i- and 8 or 17 hex digits).
 AWS_INSTANCE = re.compile(r"(?<![\w-])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![\w-])")
 # Docker, Podman, containerd and CRI-O container ids (64 hex digits) where they name a container: in
@@ -233,6 +248,20 @@ XML_ID = re.compile(
     r"(?P<v>[^<]*)</(?P=tag)>"
 )
 KFD_UNIQUE = re.compile(r"(?m)^[ \t]*unique_id[ \t]+(?P<v>\d+)[ \t\r]*$")
+# /dev/disk/by-id names: ata-MODEL_SERIAL, nvme-MODEL_SERIAL, usb-VENDOR_MODEL_SERIAL-0:0, scsi-…_SERIAL
+# (with -partN), nvme-eui.HEX and wwn-0xHEX: each names one physical disk.
+DISK_BY_ID = re.compile(
+    r"(?<![\w.-])(?:(?:ata|nvme|scsi|usb|mmc|virtio|ide)-[A-Za-z0-9._-]*?_(?P<v>[A-Za-z0-9][A-Za-z0-9-]{5,}?)"
+    r"(?:-\d+:\d+)?|(?:nvme-eui|nvme-nvme|wwn-0x)\.?(?P<v2>[0-9A-Fa-f._-]{8,}?))(?:-part\d+)?(?![\w.:-])"
+)
+# `SN: S4EWNX0N712345K` (nvme list, smartctl's short form, vendor tools)
+SN_LINE = re.compile(r"(?<![\w-])(?:SN|S/N)[ \t]*[:=][ \t]*(?P<v>[A-Za-z0-9][A-Za-z0-9-]{4,})")
+# AWS ARNs: the 12-digit account id (arn:aws:ec2:us-east-1:123456789012:instance/i-...)
+ARN_ACCOUNT = re.compile(r"\barn:aws[\w-]*:[\w-]*:[\w-]*:(?P<v>\d{12}):")
+# a cloud instance's numeric id written as JSON inside text ("id": 4567891234567891234, GCP's metadata)
+CLOUD_NUMERIC_ID = re.compile(r'(?i)"(?:id|instance_?id|numeric_?id)"[ \t]*:[ \t]*(?P<v>\d{16,20})(?!\d)')
+# ssh_config: `HostName db-primary.prod.internal`
+SSH_HOSTNAME = re.compile(r"(?im)^[ \t]*HostName[ \t]+(?P<v>[^\s#]+)")
 LSPCI_DSN = re.compile(r"Device Serial Number[ \t]+(?P<v>[0-9A-Fa-f]{2}(?:-[0-9A-Fa-f]{2}){7})")
 LSUSB_SERIAL = re.compile(r"(?m)^[ \t]*iSerial[ \t]+\d+[ \t]+(?P<v>\S[^\r\n]*?)[ \t\r]*$")
 

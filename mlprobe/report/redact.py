@@ -27,12 +27,16 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
+    ARN_ACCOUNT,
+    AUTH_HEADER,
     AWS_INSTANCE,
-    CONTAINER_ID,
     BUILDER,
     CLI_HINTS,
     CLI_SECRETS,
+    CLOUD_NUMERIC_ID,
     CONN_SECRET,
+    CONTAINER_ID,
+    DISK_BY_ID,
     EMAIL,
     GENERIC_NAMES,
     GPU_UUID,
@@ -48,16 +52,18 @@ from .patterns import (
     LSUSB_SERIAL,
     MAC,
     MAC_TMP,
+    NETRC,
     NOT_USERS,
     POSIX_HOME,
-    PRODUCT_ID,
-    AUTH_HEADER,
-    NETRC,
     PRIVATE_KEY_BLOCK,
+    PRODUCT_ID,
     PROMPTS,
     SECRET_ASSIGN,
     SECRET_ASSIGN_ANY,
     SECRET_HINTS,
+    SN_LINE,
+    SSH_HOSTNAME,
+    Span,
     TOKEN_PREFIXES,
     TOKEN_SHAPES,
     UNAME,
@@ -68,16 +74,15 @@ from .patterns import (
     WIN_HOME,
     WIN_SID,
     XML_ID,
-    Span,
     classify_id,
     csv_cells,
     is_null,
     is_secret_name,
+    is_version_key,
     json_string,
     json_strings,
     json_walk,
     key_hint,
-    is_version_key,
     looks_like_version,
     looks_secret,
     mode_for,
@@ -87,6 +92,7 @@ from .patterns import (
 from .detect import _ANY_CASE_HINTS, _harmless, detect_secret_values, known_hosts
 
 
+_CLOUD_ID_KEYS = frozenset(("id", "instance_id", "instanceid", "numeric_id", "numericid"))
 _BARE_VERSION = re.compile(r"v?\d+(?:\.\d+){1,5}(?:[+.-][\w.+-]*)?")
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")
 
@@ -373,6 +379,9 @@ class Redactor:
             elif kind == "num" and key_hint(key) in ("serial", "uuid", "machine-id") and not is_null(lit):
                 k, v = classify_id(key_hint(key) or "serial", lit)
                 lit = json.dumps(self.placeholder(k, v, lit))
+            elif kind == "num" and str(key).lower() in _CLOUD_ID_KEYS and re.fullmatch(r"\d{16,20}", lit):
+                # a cloud instance's numeric id (GCP metadata: "id": 4567891234567891234)
+                lit = json.dumps(self.placeholder("machine-id", lit, lit))
             out.append(lit)
             pos = end
         tail = text[pos:]
@@ -418,6 +427,7 @@ class Redactor:
             self._r_detect_secrets,
             self._r_names_in_context,
             self._r_ids_in_context,
+            self._r_disk_and_cloud_ids,
             self._r_known_ids,
             self._r_gpu_uuid,
             self._r_uuid,
@@ -567,6 +577,28 @@ class Redactor:
                     yield m.start("v"), m.end("v"), "serial", m.group("v").lower()
         for m in MAC_TMP.finditer(text):
             yield m.start("v"), m.end("v"), "path", m.group("v")
+
+    def _r_disk_and_cloud_ids(self, text: str) -> Iterator[Span]:
+        """Disk serials inside /dev/disk/by-id names, `SN: …` lines, and the AWS account of an ARN."""
+        if "-" in text:
+            for m in DISK_BY_ID.finditer(text):
+                g = "v" if m.group("v") is not None else "v2"
+                if not is_null(m.group(g)):
+                    yield m.start(g), m.end(g), "serial", m.group(g).lower()
+        if "SN" in text or "S/N" in text:
+            for m in SN_LINE.finditer(text):
+                if not is_null(m.group("v")):
+                    yield m.start("v"), m.end("v"), "serial", m.group("v").lower()
+        if "arn:" in text:
+            for m in ARN_ACCOUNT.finditer(text):
+                yield m.start("v"), m.end("v"), "machine-id", m.group("v")
+        if '"' in text:
+            for m in CLOUD_NUMERIC_ID.finditer(text):
+                yield m.start("v"), m.end("v"), "machine-id", m.group("v")
+        if "ostName" in text or "ostname" in text:
+            for m in SSH_HOSTNAME.finditer(text):
+                if not is_null(m.group("v")):
+                    yield m.start("v"), m.end("v"), "host", self._host_key(m.group("v"))
 
     def _r_known_ids(self, text: str) -> Iterator[Span]:
         if not self._ids:
