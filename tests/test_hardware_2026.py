@@ -256,3 +256,30 @@ def test_a_virtual_adapter_with_a_copied_vendor_id_is_no_gpu() -> None:
                                                     ("26.0", "25.0.0", "26.0")])
 def test_macos_compat_versions(reported: str, darwin: str, real: str) -> None:
     assert real_macos_version(reported, darwin) == real
+
+
+@pytest.mark.parametrize("prefix, cc", [("NVIDIA RTX PRO 6000 Blac", "12.0"), ("NVIDIA GeForce RTX 507", None),
+                                        ("NVIDIA RTX PRO", None), ("NVIDIA Quadro ZZZ 9999 Ab", None)])
+def test_a_name_cut_after_its_model_number_gets_the_cc_of_the_listed_names_it_begins(prefix: str, cc: Any) -> None:
+    assert nv.compute_capability_for_name_prefix(prefix) == cc
+
+
+def test_the_rtx_pro_6000_blackwell_table_cut_inside_a_word_is_sm_120() -> None:
+    out = nv.probe(ReplayHost(FIXTURES / "linux-nvidia-rtx-pro-6000-blackwell-open-kernel-module-smi"))
+    (g,) = out.gpus
+    assert (g.name, g.compute_capability, g.architecture) == ("NVIDIA RTX PRO 6000 Blac", "12.0", "Blackwell")
+    assert out.runtimes["cuda"]["kernel_module"] == "open"
+
+
+def test_uname_after_a_pasted_prompt_line_and_proc_nvidia_version_say_linux(tmp_path: Path) -> None:
+    from mlprobe.probes.os_ import uname_fields
+
+    text = "(main) root@C.1:/w$ uname -a\nLinux h 5.15.0-161-generic #171-Ubuntu SMP x86_64 GNU/Linux\n"
+    assert uname_fields(text)[:3] == ["Linux", "h", "5.15.0-161-generic"]
+    assert uname_fields("Darwin mac 23.4.0 Darwin Kernel Version 23.4.0\n")[0] == "Darwin"
+    (tmp_path / "uname.txt").write_text(text)
+    assert ReplayHost(tmp_path).info()["system"] == "Linux"
+    (tmp_path / "uname.txt").unlink()
+    (tmp_path / "proc-driver-nvidia-version.txt").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n")
+    assert ReplayHost(tmp_path).info()["system"] == "Linux"

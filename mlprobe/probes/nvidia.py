@@ -24,7 +24,8 @@ from ..model.facts import Contribution, GpuFacts
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ..model.hw.nvidia import (architecture_for, compute_capability_for, compute_capability_for_architecture,
-                               compute_capability_for_truncated, cuda_for_driver, integrated_for)
+                               compute_capability_for_name_prefix, compute_capability_for_truncated,
+                               cuda_for_driver, integrated_for)
 from ._util import clean_text, nothing_read, parse_capture
 from .nvidia_topo import with_topology
 from .nvidia_data import (NvGpu as NvGpu, SmiReport as SmiReport, _cuda_version, _dedupe, _merge_gpu, _mib,
@@ -436,7 +437,9 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
     elif cc is None and g.cut_at_word:
-        cc = compute_capability_for_truncated(g.name)
+        cc = compute_capability_for_truncated(g.name) or compute_capability_for_name_prefix(g.name)
+    elif cc is None and g.name_truncated:
+        cc = compute_capability_for_name_prefix(g.name)
     if cc is None and g.architecture:
         cc = compute_capability_for_architecture(g.architecture)
     arch = g.architecture or architecture_for(cc)
