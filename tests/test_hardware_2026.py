@@ -283,3 +283,14 @@ def test_uname_after_a_pasted_prompt_line_and_proc_nvidia_version_say_linux(tmp_
     (tmp_path / "proc-driver-nvidia-version.txt").write_text(
         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n")
     assert ReplayHost(tmp_path).info()["system"] == "Linux"
+
+
+def test_a_tcc_gpu_is_cuda_only_and_gets_no_directml() -> None:
+    out = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi"))
+    assert out.runtimes["cuda"]["tcc_gpus"] == ["503c:00:00.0"]
+    assert any("driver model TCC" in n for n in out.gpus[0].notes)
+    plan = _plan("windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi")
+    assert plan["top"]["torch"] == "torch-cpu"
+    assert "torch-directml" not in [e["recipe"] for e in plan["recommended"]]
+    wddm = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi"))
+    assert "tcc_gpus" not in wddm.runtimes["cuda"]

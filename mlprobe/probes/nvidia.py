@@ -518,6 +518,15 @@ def probe(host: Host) -> Contribution:
     if cuda is None:
         cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
+    tcc = [i for i, g in enumerate(gpus) if g.driver_model == "TCC"]
+    for i in tcc:
+        # TCC (NVML's WDM) treats the GPU as a generic compute device, not a display adapter: CUDA
+        # runs, DirectX does not see it, so neither DirectML nor WSL2's GPU paravirtualisation can
+        # use it (knowledge/directml.json `tcc_hides_gpu_from_directx`).
+        out.gpus[i] = replace(out.gpus[i], notes=out.gpus[i].notes + (
+            "Windows driver model TCC: CUDA can use this GPU, DirectX (so DirectML and WSL2) cannot; "
+            "`nvidia-smi -g N -dm 0` (WDDM) or `-dm 2` (MCDM), then a reboot, changes that where the "
+            "card allows it",))
     if topology is not None:  # each GPU with its row of `nvidia-smi topo -m`
         out.gpus = [replace(g, topology=t.topology) for g, t in zip(out.gpus, topo_gpus)] + topo_gpus[len(out.gpus):]
     if system is None and windows:
@@ -529,6 +538,9 @@ def probe(host: Host) -> Contribution:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
         if flavour:
             out.runtimes["cuda"]["kernel_module"] = flavour
+        if tcc:
+            out.runtimes["cuda"]["tcc_gpus"] = [out.gpus[i].pci_bus_id or out.gpus[i].name or f"GPU {i}"
+                                                for i in tcc]
         if topology:
             out.runtimes["cuda"]["topology"] = topology
     out.warnings.extend(topo_warnings)
