@@ -294,3 +294,26 @@ def test_a_tcc_gpu_is_cuda_only_and_gets_no_directml() -> None:
     assert "torch-directml" not in [e["recipe"] for e in plan["recommended"]]
     wddm = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi"))
     assert "tcc_gpus" not in wddm.runtimes["cuda"]
+
+
+# -- torch-xpu in WSL2 -----------------------------------------------------------------------------------
+
+
+def _xpu_wsl(distro_id: Any, distro_version: Any, wsl: Any = True) -> Any:
+    from mlprobe.plan.conditions import TESTS
+
+    ctx = {"os": {"system": "Linux", "wsl": wsl, "distro_id": distro_id, "distro_version": distro_version}}
+    cond = {"test": "wsl_distro_validated", "table": "torch_wheels", "key": "xpu_wsl_distros",
+            "what": "PyTorch's XPU build"}
+    return TESTS["wsl_distro_validated"](cond, ctx, KB, None)
+
+
+def test_torch_xpu_in_wsl2_needs_the_ubuntu_release_pytorch_documents() -> None:
+    old = _xpu_wsl("ubuntu", "22.04")
+    assert old.value is False
+    assert "documented in WSL2 on Ubuntu 24.04/26.04" in old.reasons[0] and "Ubuntu 22.04" in old.reasons[0]
+    assert _xpu_wsl("ubuntu", "24.04").value is True and _xpu_wsl("ubuntu", "26.04").value is True
+    other = _xpu_wsl("debian", "12")
+    assert other.value is True and "not validated" in other.warnings[0]
+    assert _xpu_wsl(None, None).value is None
+    assert _xpu_wsl("ubuntu", "22.04", wsl=False).value is True  # native Linux: not this rule's business

@@ -130,6 +130,38 @@ def _nvidia_kernel_module_fits(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Opti
     return out
 
 
+@test("wsl_distro_validated")
+def _wsl_distro_validated(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """In WSL2, the distributions a vendor documents its stack on (`table`.`key`: rows of distro_id,
+    min_version, validated, source): an older release of a listed distribution is rejected with the
+    releases it needs; an unlisted distribution fits with a warning; an unknown one is unknown.
+    Outside WSL2 it always fits."""
+    if lookup(ctx, "os.wsl") is not True:
+        return Outcome(True)
+    rows = [r for r in _rows(kb, str(cond.get("table")), str(cond.get("key"))) if r.get("distro_id")]
+    what = str(cond.get("what") or "this build")
+    docs = " or ".join(f"{str(r['distro_id']).capitalize()} {'/'.join(r.get('validated') or [str(r.get('min_version'))])}"
+                       for r in rows)
+    did, dver = lookup(ctx, "os.distro_id"), lookup(ctx, "os.distro_version")
+    if not did:
+        return Outcome(None, unknown=[f"the WSL2 distribution is unknown (no os-release in the capture); {what} is "
+                                      f"documented in WSL2 on {docs}"])
+    here = f"{str(did).capitalize()} {dver or '(release unknown)'}"
+    r = next((r for r in rows if str(r["distro_id"]).lower() == str(did).lower()), None)
+    if r is None:
+        return Outcome(True, warnings=[f"{what} is documented in WSL2 on {docs} only; this WSL2 runs {here}, "
+                                       "which its makers have not validated"])
+    have, need = version(dver), version(str(r.get("min_version")))
+    if have is None or need is None:
+        return Outcome(None, unknown=[f"the {str(did).capitalize()} release of this WSL2 is unknown; {what} is "
+                                      f"documented in WSL2 on {docs}"])
+    if have < need:
+        return Outcome(False, reasons=[
+            f"{what} is documented in WSL2 on {docs}; this WSL2 runs {here}: upgrade it (do-release-upgrade) or "
+            f"install a {str(did).capitalize()} {r.get('min_version')} or later distribution in WSL2"])
+    return Outcome(True)
+
+
 @test("directml_successors")
 def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
     """DirectML is no longer developed (directml.json `facts`, `successors`): say so, and name the
