@@ -317,3 +317,29 @@ def test_torch_xpu_in_wsl2_needs_the_ubuntu_release_pytorch_documents() -> None:
     assert other.value is True and "not validated" in other.warnings[0]
     assert _xpu_wsl(None, None).value is None
     assert _xpu_wsl("ubuntu", "22.04", wsl=False).value is True  # native Linux: not this rule's business
+
+
+# -- DirectML: the rejection names the condition that failed -------------------------------------------
+
+
+def _dml_reasons(folder: str) -> List[str]:
+    plan = _plan(folder)
+    return next(r["reasons"] for r in plan["rejected"] if r["recipe"] == "torch-directml")
+
+
+def test_directml_rejection_names_the_windows_build() -> None:
+    assert _dml_reasons("windows-nvidia-gt620-win10-1703-no-directml-dxdiag") == [
+        "Windows build 15063 is older than 16299 (Windows 10 1709), the first DirectML runs on"]
+    assert "TCC driver model" in _dml_reasons("windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi")[0]
+
+
+def test_directml_rejection_names_a_gpu_without_a_directx_12_feature_level() -> None:
+    from mlprobe.plan.predicates import _directml_missing
+
+    ctx = {"os": {"system": "Windows", "wsl": False, "windows_build": 19045},
+           "gpus": [{"vendor": "nvidia", "name": "NVIDIA GeForce GT 620", "apis": [], "sources": ["windows"]},
+                    {"vendor": "amd", "name": None, "apis": [], "sources": ["windows"]}]}
+    reasons = _directml_missing(ctx, KB)
+    assert "NVIDIA GeForce GT 620 has no DirectX 12 feature level (12_x)" in reasons[0]
+    assert "Basic Display driver" in reasons[1]
+    assert "not on Darwin" in _directml_missing({"os": {"system": "Darwin"}, "gpus": []}, KB)[0]
