@@ -343,3 +343,15 @@ def test_directml_rejection_names_a_gpu_without_a_directx_12_feature_level() -> 
     assert "NVIDIA GeForce GT 620 has no DirectX 12 feature level (12_x)" in reasons[0]
     assert "Basic Display driver" in reasons[1]
     assert "not on Darwin" in _directml_missing({"os": {"system": "Darwin"}, "gpus": []}, KB)[0]
+
+
+def test_r580_ends_in_june_2028_for_data_center_cards_and_october_2028_for_geforce() -> None:
+    text = " ".join(_plan("linux-nvidia-tesla-p100-smi-xml")["recommended"][0]["warnings"])
+    assert "Long Term Support Branch of NVIDIA's data center drivers, supported until June 2028" in text
+    geforce = _run("nvidia_driver_branch", _ctx([{"name": "NVIDIA GeForce GTX 1080", "compute_capability": "6.1"}],
+                                                "580.95.05"))
+    assert "security updates until October 2028" in geforce.warnings[0]
+    quadro = _run("nvidia_driver_branch", _ctx([{"name": "Quadro P4000", "compute_capability": "6.1"}], "580.95.05"))
+    assert "October 2028" in quadro.warnings[0]
+    rows = KB["nvidia_gpus"]["driver_branches"]
+    assert all(r["datacenter_until"] == "2028-06" and r["datacenter_source"] == "N-DC-620" for r in rows)

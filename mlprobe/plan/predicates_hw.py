@@ -74,9 +74,15 @@ def _nvidia_driver_branch(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[
                 f"{name} is {b['architecture']} ({sm}): NVIDIA drivers R{ignored} and later ignore it, and this "
                 f"driver is {driver}; install the R{last} branch (a {last}.xx driver), its last")
             continue
+        pattern = b.get("datacenter_name_pattern")
+        if b.get("datacenter_until") and pattern and re.search(str(pattern), str(gpu.get("name") or ""), re.I):
+            # NVIDIA's data center driver table ends the branch earlier than the GeForce notice.
+            until = (f"R{last} is a Long Term Support Branch of NVIDIA's data center drivers, supported until "
+                     f"{_month(str(b['datacenter_until']))}")
+        else:
+            until = f"R{last} gets security updates until {_month(str(b['security_updates_until']))}"
         text = (f"{name} is {b['architecture']} ({sm}): R{last} is the last NVIDIA driver branch for it "
-                f"(R{ignored} and later ignore it; R{last} gets security updates until {_month(str(b['security_updates_until']))}), "
-                f"so stay on a {last}.xx or older driver")
+                f"(R{ignored} and later ignore it; {until}), so stay on a {last}.xx or older driver")
         best = newest_torch_for(str(cc), kb, lookup(ctx, "os.system"), lookup(ctx, "cpu.arch"))
         if best is not None:
             text += (f"; the newest PyTorch build with {sm} kernels is torch {best['torch']} {best['index']} "
