@@ -355,3 +355,15 @@ def test_r580_ends_in_june_2028_for_data_center_cards_and_october_2028_for_gefor
     assert "October 2028" in quadro.warnings[0]
     rows = KB["nvidia_gpus"]["driver_branches"]
     assert all(r["datacenter_until"] == "2028-06" and r["datacenter_source"] == "N-DC-620" for r in rows)
+
+
+def test_torch_rocm_on_windows_names_amds_wheels_where_amd_lists_the_target() -> None:
+    def reason(folder: str) -> str:
+        plan = _plan(folder)
+        return next(r["reasons"][0] for r in plan["rejected"] if r["recipe"] == "torch-rocm")
+
+    listed = reason("windows-amd-rx5700xt-gfx1010-dxdiag")
+    assert "AMD's own wheels (torch-rocm-amd) list gfx1010 (AMD Radeon RX 5700 XT, Release Ready) for Windows" in listed
+    assert "torch-directml" not in listed
+    # An HD 5800 (TeraScale, no gfx target AMD builds) gets the other roads.
+    assert "(on Windows use torch-directml, or WSL2" in reason("windows-amd-hd5800-win7-i5-m540-no-avx-dxdiag")

@@ -168,6 +168,35 @@ def _wsl_distro_validated(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[
     return Outcome(True)
 
 
+@test("rocm_linux_only")
+def _rocm_linux_only(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """PyTorch's own ROCm wheels exist for Linux only. On Windows the rejection names the road that
+    exists: AMD's own wheels (recipe torch-rocm-amd) for the targets amd_wheels.json lists for Windows,
+    else DirectML or WSL2."""
+    system = lookup(ctx, "os.system")
+    what = str(cond.get("what") or "PyTorch's ROCm wheels")
+    if system == "Linux":
+        return Outcome(True)
+    if system is None:
+        return Outcome(None, unknown=[f"the OS is unknown; {what} are Linux-only"])
+    text = f"{what} are Linux-only; this is {system}"
+    if system == "Windows":
+        rows = {str(r.get("gfx")): r for r in _rows(kb, "amd_wheels", "targets") if r.get("gfx")}
+        listed = []
+        for g in lookup(ctx, "amd.targets") or []:
+            r = rows.get(str(g.get("gfx")))
+            status = ((r or {}).get("status") or {}).get("Windows")
+            if r is not None and r.get("extra") and status:
+                words = {"release-ready": "Release Ready", "sanity-tested": "Sanity Tested",
+                         "build-passing": "Build Passing only"}.get(str(status), str(status))
+                listed.append(f"{g.get('gfx')} ({g.get('name') or 'the AMD GPU'}, {words})")
+        if listed:
+            text += f": AMD's own wheels (torch-rocm-amd) list {', '.join(listed)} for Windows"
+        else:
+            text += " (on Windows use torch-directml, or WSL2 with an RDNA3/RDNA4 GPU)"
+    return Outcome(False, reasons=[text])
+
+
 @test("directml_successors")
 def _directml_successors(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
     """DirectML is no longer developed (directml.json `facts`, `successors`): say so, and name the
