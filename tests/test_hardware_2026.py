@@ -256,3 +256,114 @@ def test_a_virtual_adapter_with_a_copied_vendor_id_is_no_gpu() -> None:
                                                     ("26.0", "25.0.0", "26.0")])
 def test_macos_compat_versions(reported: str, darwin: str, real: str) -> None:
     assert real_macos_version(reported, darwin) == real
+
+
+@pytest.mark.parametrize("prefix, cc", [("NVIDIA RTX PRO 6000 Blac", "12.0"), ("NVIDIA GeForce RTX 507", None),
+                                        ("NVIDIA RTX PRO", None), ("NVIDIA Quadro ZZZ 9999 Ab", None)])
+def test_a_name_cut_after_its_model_number_gets_the_cc_of_the_listed_names_it_begins(prefix: str, cc: Any) -> None:
+    assert nv.compute_capability_for_name_prefix(prefix) == cc
+
+
+def test_the_rtx_pro_6000_blackwell_table_cut_inside_a_word_is_sm_120() -> None:
+    out = nv.probe(ReplayHost(FIXTURES / "linux-nvidia-rtx-pro-6000-blackwell-open-kernel-module-smi"))
+    (g,) = out.gpus
+    assert (g.name, g.compute_capability, g.architecture) == ("NVIDIA RTX PRO 6000 Blac", "12.0", "Blackwell")
+    assert out.runtimes["cuda"]["kernel_module"] == "open"
+
+
+def test_uname_after_a_pasted_prompt_line_and_proc_nvidia_version_say_linux(tmp_path: Path) -> None:
+    from mlprobe.probes.os_ import uname_fields
+
+    text = "(main) root@C.1:/w$ uname -a\nLinux h 5.15.0-161-generic #171-Ubuntu SMP x86_64 GNU/Linux\n"
+    assert uname_fields(text)[:3] == ["Linux", "h", "5.15.0-161-generic"]
+    assert uname_fields("Darwin mac 23.4.0 Darwin Kernel Version 23.4.0\n")[0] == "Darwin"
+    (tmp_path / "uname.txt").write_text(text)
+    assert ReplayHost(tmp_path).info()["system"] == "Linux"
+    (tmp_path / "uname.txt").unlink()
+    (tmp_path / "proc-driver-nvidia-version.txt").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n")
+    assert ReplayHost(tmp_path).info()["system"] == "Linux"
+
+
+def test_a_tcc_gpu_is_cuda_only_and_gets_no_directml() -> None:
+    out = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi"))
+    assert out.runtimes["cuda"]["tcc_gpus"] == ["503c:00:00.0"]
+    assert any("driver model TCC" in n for n in out.gpus[0].notes)
+    plan = _plan("windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi")
+    assert plan["top"]["torch"] == "torch-cpu"
+    assert "torch-directml" not in [e["recipe"] for e in plan["recommended"]]
+    wddm = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi"))
+    assert "tcc_gpus" not in wddm.runtimes["cuda"]
+
+
+# -- torch-xpu in WSL2 -----------------------------------------------------------------------------------
+
+
+def _xpu_wsl(distro_id: Any, distro_version: Any, wsl: Any = True) -> Any:
+    from mlprobe.plan.conditions import TESTS
+
+    ctx = {"os": {"system": "Linux", "wsl": wsl, "distro_id": distro_id, "distro_version": distro_version}}
+    cond = {"test": "wsl_distro_validated", "table": "torch_wheels", "key": "xpu_wsl_distros",
+            "what": "PyTorch's XPU build"}
+    return TESTS["wsl_distro_validated"](cond, ctx, KB, None)
+
+
+def test_torch_xpu_in_wsl2_needs_the_ubuntu_release_pytorch_documents() -> None:
+    old = _xpu_wsl("ubuntu", "22.04")
+    assert old.value is False
+    assert "documented in WSL2 on Ubuntu 24.04/26.04" in old.reasons[0] and "Ubuntu 22.04" in old.reasons[0]
+    assert _xpu_wsl("ubuntu", "24.04").value is True and _xpu_wsl("ubuntu", "26.04").value is True
+    other = _xpu_wsl("debian", "12")
+    assert other.value is True and "not validated" in other.warnings[0]
+    assert _xpu_wsl(None, None).value is None
+    assert _xpu_wsl("ubuntu", "22.04", wsl=False).value is True  # native Linux: not this rule's business
+
+
+# -- DirectML: the rejection names the condition that failed -------------------------------------------
+
+
+def _dml_reasons(folder: str) -> List[str]:
+    plan = _plan(folder)
+    return next(r["reasons"] for r in plan["rejected"] if r["recipe"] == "torch-directml")
+
+
+def test_directml_rejection_names_the_windows_build() -> None:
+    assert _dml_reasons("windows-nvidia-gt620-win10-1703-no-directml-dxdiag") == [
+        "Windows build 15063 is older than 16299 (Windows 10 1709), the first DirectML runs on"]
+    assert "TCC driver model" in _dml_reasons("windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi")[0]
+
+
+def test_directml_rejection_names_a_gpu_without_a_directx_12_feature_level() -> None:
+    from mlprobe.plan.predicates import _directml_missing
+
+    ctx = {"os": {"system": "Windows", "wsl": False, "windows_build": 19045},
+           "gpus": [{"vendor": "nvidia", "name": "NVIDIA GeForce GT 620", "apis": [], "sources": ["windows"]},
+                    {"vendor": "amd", "name": None, "apis": [], "sources": ["windows"]}]}
+    reasons = _directml_missing(ctx, KB)
+    assert "NVIDIA GeForce GT 620 has no DirectX 12 feature level (12_x)" in reasons[0]
+    assert "Basic Display driver" in reasons[1]
+    assert "not on Darwin" in _directml_missing({"os": {"system": "Darwin"}, "gpus": []}, KB)[0]
+
+
+def test_r580_ends_in_june_2028_for_data_center_cards_and_october_2028_for_geforce() -> None:
+    text = " ".join(_plan("linux-nvidia-tesla-p100-smi-xml")["recommended"][0]["warnings"])
+    assert "Long Term Support Branch of NVIDIA's data center drivers, supported until June 2028" in text
+    geforce = _run("nvidia_driver_branch", _ctx([{"name": "NVIDIA GeForce GTX 1080", "compute_capability": "6.1"}],
+                                                "580.95.05"))
+    assert "security updates until October 2028" in geforce.warnings[0]
+    quadro = _run("nvidia_driver_branch", _ctx([{"name": "Quadro P4000", "compute_capability": "6.1"}], "580.95.05"))
+    assert "October 2028" in quadro.warnings[0]
+    rows = KB["nvidia_gpus"]["driver_branches"]
+    assert all(r["datacenter_until"] == "2028-06" and r["datacenter_source"] == "N-DC-620" for r in rows)
+
+
+def test_torch_rocm_on_windows_names_amds_wheels_where_amd_lists_the_target() -> None:
+    def reason(folder: str) -> str:
+        plan = _plan(folder)
+        return next(r["reasons"][0] for r in plan["rejected"] if r["recipe"] == "torch-rocm")
+
+    listed = reason("windows-amd-rx5700xt-gfx1010-dxdiag")
+    assert "AMD's own wheels (torch-rocm-amd) list gfx1010 (AMD Radeon RX 5700 XT, Release Ready) for Windows" in listed
+    assert "torch-directml" not in listed
+    # An HD 5800 (TeraScale, no gfx target AMD builds) gets the other roads.
+    assert "(on Windows use torch-directml, or WSL2" in reason("windows-amd-hd5800-win7-i5-m540-no-avx-dxdiag")

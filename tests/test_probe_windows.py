@@ -396,3 +396,22 @@ def test_a_property_read_twice_inside_a_delimited_record_is_not_a_record() -> No
     assert garbled != WMIC_TWO
     names = [a.name for a in win.parse_win32_list(garbled)]
     assert names == [a.name for a in win.parse_win32_list(WMIC_TWO)] and len(names) == 2
+
+
+def test_adapters_that_are_not_gpus_come_from_sourced_knowledge_rows() -> None:
+    from mlprobe.model.hw.display import is_not_gpu_name, not_gpu_kind, virtual_display_name_rows
+
+    doc = json.loads((Path(win.__file__).parent.parent / "knowledge" / "pci_display.json").read_text("utf-8"))
+    keys = set(doc["source_key"])
+    rows = virtual_display_name_rows()
+    assert rows and all(r["source"] in keys for r in rows)
+    for r in rows:
+        for example in r["examples"]:
+            if not example.startswith("("):  # a described family, not a name Windows prints
+                assert is_not_gpu_name(example), (r["pattern"], example)
+    assert not_gpu_kind("Parsec Virtual Display Adapter") in ("virtual-monitor", "streaming")
+    # The Basic Display Adapter on a real card is that card without its driver: it stays a GPU.
+    assert not is_not_gpu_name("Microsoft Basic Display Adapter") and not is_not_gpu_name("NVIDIA GeForce RTX 4090")
+    # The real capture whose virtual adapter copies the RTX 4090's PCI ids (10DE:2684).
+    out = win.probe(ReplayHost(FIX / "windows-nvidia-rtx4090-parsec-virtual-display-dxdiag"))
+    assert [g.name for g in out.gpus] == ["NVIDIA GeForce RTX 4090"]

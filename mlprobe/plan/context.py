@@ -131,6 +131,8 @@ def sanitise_report(report: Any) -> Dict[str, Any]:
         "runtimes": {
             "cuda": {"version": _s(cuda.get("version")), "driver_version": _s(cuda.get("driver_version")),
                      "kernel_module": _s(cuda.get("kernel_module")),
+                     "tcc_gpus": [x for x in cuda.get("tcc_gpus") or () if isinstance(x, str)]
+                     if isinstance(cuda.get("tcc_gpus"), list) else [],
                      "jetson": {k: _s(v) for k, v in cuda["jetson"].items() if k in ("l4t", "jetpack", "soc", "module")}
                      if isinstance(cuda.get("jetson"), dict) else None}
             if cuda
@@ -355,8 +357,10 @@ def derive_facts(report: Dict[str, Any], kb: Kb, python: Optional[str] = None) -
         # Only GPUs the Windows probe did not judge: where dxdiag or WMI was read, a GPU without
         # "directml" failed its rule (no DirectX 12 feature level or DDI, a Windows build before
         # 1709, no vendor driver) and stays without.
+        # A GPU in the TCC driver model (nvidia-smi) is no DirectX device.
+        tcc = set((rt.get("cuda") or {}).get("tcc_gpus") or ())
         dml = [g for g in gpus if g.get("vendor") in ("nvidia", "amd", "intel", "qualcomm")
-               and "windows" not in (g.get("sources") or [])]
+               and "windows" not in (g.get("sources") or []) and (g.get("pci_bus_id") or g.get("name")) not in tcc]
     usb = report["usb_accelerators"]
     kinds = sorted({str(u.get("kind") or "") for u in usb} - {""})
     if (

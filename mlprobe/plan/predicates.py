@@ -462,17 +462,48 @@ def _xpu_supported(gpu: Dict[str, Any], kb: Kb) -> Optional[bool]:
     return False
 
 
+_D3D12_VENDORS = ("nvidia", "amd", "intel", "qualcomm")
+
+
+def _directml_missing(ctx: Ctx, kb: Kb) -> List[str]:
+    """Why no GPU can run DirectML, naming the condition that failed: the Windows build (before
+    directml.json's oldest windows_min_build, 16299 = Windows 10 1709), a GPU the Windows probe
+    judged without DirectX 12 (dxdiag lists no 12_x feature level for it, or it runs on Microsoft's
+    Basic Display driver), a GPU in NVIDIA's TCC driver model, or no GPU at all."""
+    builds = [r["windows_min_build"] for r in (kb.get("directml") or {}).get("packages", [])
+              if isinstance(r, dict) and isinstance(r.get("windows_min_build"), int)]
+    minimum = min(builds) if builds else 16299
+    system, wsl, build = lookup(ctx, "os.system"), lookup(ctx, "os.wsl"), lookup(ctx, "os.windows_build")
+    gpus = [g for g in lookup(ctx, "gpus") or [] if g.get("vendor") in _D3D12_VENDORS]
+    out: List[str] = []
+    if system not in (None, "Windows") and not wsl:
+        out.append(f"DirectML runs on Windows (10 1709, build {minimum}, or later) or in WSL2, not on {system}")
+    elif not wsl and isinstance(build, int) and build < minimum:
+        out.append(f"Windows build {build} is older than {minimum} (Windows 10 1709), the first DirectML runs on")
+    else:
+        for g in gpus:
+            if "windows" not in (g.get("sources") or []):
+                if system == "Windows" and g.get("vendor") == "nvidia":
+                    # Windows and an NVIDIA GPU the DirectML pool left out: nvidia-smi's TCC driver model.
+                    out.append(f"{g.get('name') or 'the NVIDIA GPU'} runs in NVIDIA's TCC driver model, which "
+                               "DirectX (and so DirectML) cannot see; switch it to WDDM or MCDM (nvidia-smi -dm)")
+            elif not g.get("name"):
+                out.append(f"the {g.get('vendor')} GPU runs on Microsoft's Basic Display driver, which offers no "
+                           "DirectX 12: install its vendor's driver")
+            else:
+                out.append(f"{g.get('name')} has no DirectX 12 feature level (12_x) in dxdiag, so no DirectX 12 "
+                           "device for DirectML (its driver or the GPU is too old)")
+    if not out:
+        out.append("no GPU that DirectML can use was found (DirectML needs a DirectX 12 GPU on "
+                   "Windows 10 1709+, or WSL2)")
+    return out
+
+
 @test("directml_gpu")
 def _directml_gpu(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
     gpus = lookup(ctx, "directml.gpus") or []
     if not gpus:
-        return Outcome(
-            False,
-            reasons=[
-                "no GPU that DirectML can use was found (DirectML needs a DirectX 12 GPU on "
-                "Windows 10 1709+, or WSL2)"
-            ],
-        )
+        return Outcome(False, reasons=_directml_missing(ctx, kb))
     best = sorted(gpus, key=lambda g: (bool(g.get("integrated")), g.get("vendor") == "intel"))[0]
     return Outcome(
         True, effects={"device_name": best.get("name"), "integrated": bool(best.get("integrated"))}

@@ -74,9 +74,15 @@ def _nvidia_driver_branch(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[
                 f"{name} is {b['architecture']} ({sm}): NVIDIA drivers R{ignored} and later ignore it, and this "
                 f"driver is {driver}; install the R{last} branch (a {last}.xx driver), its last")
             continue
+        pattern = b.get("datacenter_name_pattern")
+        if b.get("datacenter_until") and pattern and re.search(str(pattern), str(gpu.get("name") or ""), re.I):
+            # NVIDIA's data center driver table ends the branch earlier than the GeForce notice.
+            until = (f"R{last} is a Long Term Support Branch of NVIDIA's data center drivers, supported until "
+                     f"{_month(str(b['datacenter_until']))}")
+        else:
+            until = f"R{last} gets security updates until {_month(str(b['security_updates_until']))}"
         text = (f"{name} is {b['architecture']} ({sm}): R{last} is the last NVIDIA driver branch for it "
-                f"(R{ignored} and later ignore it; R{last} gets security updates until {_month(str(b['security_updates_until']))}), "
-                f"so stay on a {last}.xx or older driver")
+                f"(R{ignored} and later ignore it; {until}), so stay on a {last}.xx or older driver")
         best = newest_torch_for(str(cc), kb, lookup(ctx, "os.system"), lookup(ctx, "cpu.arch"))
         if best is not None:
             text += (f"; the newest PyTorch build with {sm} kernels is torch {best['torch']} {best['index']} "
@@ -128,6 +134,67 @@ def _nvidia_kernel_module_fits(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Opti
                     f"are loaded (/proc/driver/nvidia/version): {fix}")
             break
     return out
+
+
+@test("wsl_distro_validated")
+def _wsl_distro_validated(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """In WSL2, the distributions a vendor documents its stack on (`table`.`key`: rows of distro_id,
+    min_version, validated, source): an older release of a listed distribution is rejected with the
+    releases it needs; an unlisted distribution fits with a warning; an unknown one is unknown.
+    Outside WSL2 it always fits."""
+    if lookup(ctx, "os.wsl") is not True:
+        return Outcome(True)
+    rows = [r for r in _rows(kb, str(cond.get("table")), str(cond.get("key"))) if r.get("distro_id")]
+    what = str(cond.get("what") or "this build")
+    docs = " or ".join(f"{str(r['distro_id']).capitalize()} {'/'.join(r.get('validated') or [str(r.get('min_version'))])}"
+                       for r in rows)
+    did, dver = lookup(ctx, "os.distro_id"), lookup(ctx, "os.distro_version")
+    if not did:
+        return Outcome(None, unknown=[f"the WSL2 distribution is unknown (no os-release in the capture); {what} is "
+                                      f"documented in WSL2 on {docs}"])
+    here = f"{str(did).capitalize()} {dver or '(release unknown)'}"
+    r = next((r for r in rows if str(r["distro_id"]).lower() == str(did).lower()), None)
+    if r is None:
+        return Outcome(True, warnings=[f"{what} is documented in WSL2 on {docs} only; this WSL2 runs {here}, "
+                                       "which its makers have not validated"])
+    have, need = version(dver), version(str(r.get("min_version")))
+    if have is None or need is None:
+        return Outcome(None, unknown=[f"the {str(did).capitalize()} release of this WSL2 is unknown; {what} is "
+                                      f"documented in WSL2 on {docs}"])
+    if have < need:
+        return Outcome(False, reasons=[
+            f"{what} is documented in WSL2 on {docs}; this WSL2 runs {here}: upgrade it (do-release-upgrade) or "
+            f"install a {str(did).capitalize()} {r.get('min_version')} or later distribution in WSL2"])
+    return Outcome(True)
+
+
+@test("rocm_linux_only")
+def _rocm_linux_only(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+    """PyTorch's own ROCm wheels exist for Linux only. On Windows the rejection names the road that
+    exists: AMD's own wheels (recipe torch-rocm-amd) for the targets amd_wheels.json lists for Windows,
+    else DirectML or WSL2."""
+    system = lookup(ctx, "os.system")
+    what = str(cond.get("what") or "PyTorch's ROCm wheels")
+    if system == "Linux":
+        return Outcome(True)
+    if system is None:
+        return Outcome(None, unknown=[f"the OS is unknown; {what} are Linux-only"])
+    text = f"{what} are Linux-only; this is {system}"
+    if system == "Windows":
+        rows = {str(r.get("gfx")): r for r in _rows(kb, "amd_wheels", "targets") if r.get("gfx")}
+        listed = []
+        for g in lookup(ctx, "amd.targets") or []:
+            r = rows.get(str(g.get("gfx")))
+            status = ((r or {}).get("status") or {}).get("Windows")
+            if r is not None and r.get("extra") and status:
+                words = {"release-ready": "Release Ready", "sanity-tested": "Sanity Tested",
+                         "build-passing": "Build Passing only"}.get(str(status), str(status))
+                listed.append(f"{g.get('gfx')} ({g.get('name') or 'the AMD GPU'}, {words})")
+        if listed:
+            text += f": AMD's own wheels (torch-rocm-amd) list {', '.join(listed)} for Windows"
+        else:
+            text += " (on Windows use torch-directml, or WSL2 with an RDNA3/RDNA4 GPU)"
+    return Outcome(False, reasons=[text])
 
 
 @test("directml_successors")

@@ -24,7 +24,8 @@ from ..model.facts import Contribution, GpuFacts
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ..model.hw.nvidia import (architecture_for, compute_capability_for, compute_capability_for_architecture,
-                               compute_capability_for_truncated, cuda_for_driver, integrated_for)
+                               compute_capability_for_name_prefix, compute_capability_for_truncated,
+                               cuda_for_driver, integrated_for)
 from ._util import clean_text, nothing_read, parse_capture
 from .nvidia_topo import with_topology
 from .nvidia_data import (NvGpu as NvGpu, SmiReport as SmiReport, _cuda_version, _dedupe, _merge_gpu, _mib,
@@ -436,7 +437,9 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     if cc is None and not g.name_truncated:
         cc = compute_capability_for(g.name)
     elif cc is None and g.cut_at_word:
-        cc = compute_capability_for_truncated(g.name)
+        cc = compute_capability_for_truncated(g.name) or compute_capability_for_name_prefix(g.name)
+    elif cc is None and g.name_truncated:
+        cc = compute_capability_for_name_prefix(g.name)
     if cc is None and g.architecture:
         cc = compute_capability_for_architecture(g.architecture)
     arch = g.architecture or architecture_for(cc)
@@ -515,6 +518,15 @@ def probe(host: Host) -> Contribution:
     if cuda is None:
         cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
+    tcc = [i for i, g in enumerate(gpus) if g.driver_model == "TCC"]
+    for i in tcc:
+        # TCC (NVML's WDM) treats the GPU as a generic compute device, not a display adapter: CUDA
+        # runs, DirectX does not see it, so neither DirectML nor WSL2's GPU paravirtualisation can
+        # use it (knowledge/directml.json `tcc_hides_gpu_from_directx`).
+        out.gpus[i] = replace(out.gpus[i], notes=out.gpus[i].notes + (
+            "Windows driver model TCC: CUDA can use this GPU, DirectX (so DirectML and WSL2) cannot; "
+            "`nvidia-smi -g N -dm 0` (WDDM) or `-dm 2` (MCDM), then a reboot, changes that where the "
+            "card allows it",))
     if topology is not None:  # each GPU with its row of `nvidia-smi topo -m`
         out.gpus = [replace(g, topology=t.topology) for g, t in zip(out.gpus, topo_gpus)] + topo_gpus[len(out.gpus):]
     if system is None and windows:
@@ -526,6 +538,9 @@ def probe(host: Host) -> Contribution:
         out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
         if flavour:
             out.runtimes["cuda"]["kernel_module"] = flavour
+        if tcc:
+            out.runtimes["cuda"]["tcc_gpus"] = [out.gpus[i].pci_bus_id or out.gpus[i].name or f"GPU {i}"
+                                                for i in tcc]
         if topology:
             out.runtimes["cuda"]["topology"] = topology
     out.warnings.extend(topo_warnings)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from ..model import knowledge as kb
 from ..model.facts import Contribution, OsFacts
 from ..scan.capture import Host
-from ._util import key_values
+from ._util import clean_lines, key_values
 
 
 def parse_os_release(text: str) -> Dict[str, str]:
@@ -48,6 +48,18 @@ def real_macos_version(reported: Optional[str], darwin_release: Optional[str]) -
     return reported
 
 
+_UNAME_SYSNAME = re.compile(r"^(Linux|Darwin|GNU|SunOS|AIX|[A-Za-z]*BSD|CYGWIN\S*|MINGW\S*|MSYS\S*)\s")
+
+
+def uname_fields(text: str) -> List[str]:
+    """The words of `uname -a`'s line (kernel name, host, release, version, ...). A paste's prompt
+    line (`user@host:~$ uname -a`) is skipped: the line is the one that begins with a kernel name,
+    else the first line that is not empty."""
+    lines = [line.strip() for line in clean_lines(text) if line.strip()]
+    line = next((x for x in lines if _UNAME_SYSNAME.match(x)), lines[0] if lines else "")
+    return line.split()
+
+
 def _windows_build(version: Optional[str]) -> Optional[int]:
     # platform.version() on Windows: "10.0.22631"
     if version:
@@ -80,7 +92,7 @@ def probe(host: Host) -> Contribution:
         if release is None:
             uname = host.get("uname.txt")
             if uname.ok:
-                parts = uname.text().split()
+                parts = uname_fields(uname.text())
                 release = parts[2] if len(parts) > 2 else None
         text = " ".join(str(x) for x in (release, version) if x)
         wsl = bool(re.search(r"microsoft|wsl", text, re.I)) or bool(host.env("WSL_DISTRO_NAME"))

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-
+from ..model.hw.display import not_gpu_name_pattern
 
 # Win32_VideoController.AdapterRAM is a uint32; Windows reports 0xFFF00000 (4 GiB - 1 MiB) for
 # anything larger (oshi/oshi#2521: an RTX 4090 reads 4293918720; Jinjinov/Hardware.Info#40).
@@ -17,15 +17,9 @@ GPU_VENDORS = ("nvidia", "amd", "intel", "qualcomm", "arm", "apple", "moorethrea
 D3D12_VENDORS = ("nvidia", "amd", "intel", "qualcomm")
 # Software, remote-desktop, streaming and virtual-monitor adapters. Some copy the real card's vendor and
 # device ids into dxdiag's id lines; their Device Key / PNPDeviceID is not PCI\\VEN_ (ROOT\\..., SWD\\...),
-# which already keeps them out; the names catch the rest (pci_display.json `virtual_display`).
-_NOT_GPU_NAME = re.compile(
-    r"basic render|remote display|remote desktop|hyper-v|virtual (display|adapter|monitor)|"
-    r"mirror driver|indirect display|citrix|parsec|spacedesk|displaylink|iddsampledriver|"
-    r"idd sample|meta virtual|sunshine|moonlight|splashtop|anydesk|teamviewer|rustdesk|gameviewer|"
-    r"nvidia grid\b.*\bvirtual|vmware svga|virtualbox graphics|qxl|red hat virtio gpu|"
-    r"microsoft hyper-v video|\bmsbda\b",
-    re.I,
-)
+# which already keeps them out; the names catch the rest (pci_display.json `virtual_display_names`, one
+# sourced row per product, read by model/hw/display.py).
+_NOT_GPU_NAME = not_gpu_name_pattern()
 _PCI_ID = re.compile(
     r"PCI\\VEN_([0-9A-Fa-f]{4})&DEV_([0-9A-Fa-f]{4})(?:&SUBSYS_([0-9A-Fa-f]{8}))?"
     r"(?:&REV_([0-9A-Fa-f]{2}))?(\\[^\s,]*)?"

@@ -479,13 +479,21 @@ class ReplayHost:
     def _infer_system(self) -> Optional[str]:
         names = set(self.names())
         # The KFD topology is Linux's; TheRock lists amd-smi as unsupported on Windows; doctor's
-        # captures of /proc, /dev and the loader cache exist only on Linux.
+        # captures of /proc (/proc/driver/nvidia/version too), /dev and the loader cache exist only on
+        # Linux; uname -a names its kernel.
         if names & {"proc-cpuinfo.txt", "lscpu.txt", "os-release.txt", "rocminfo.txt", "lspci.txt",
                     "kfd-topology.txt", "amd-smi-list.txt", "amd-smi-static.txt", "amd-smi-list.json",
                     "amd-smi-static.json", "proc-version.txt", "ldconfig-p.txt", "ls-l-dev.txt",
                     "proc-1-cgroup.txt", "nv_tegra_release.txt", "device-tree-model.txt",
-                    "device-tree-compatible.txt"}:
+                    "device-tree-compatible.txt", "proc-driver-nvidia-version.txt"}:
             return "Linux"
+        uname = self.get("uname.txt")
+        if uname.ok:
+            from ..probes.os_ import uname_fields
+
+            kernel = (uname_fields(uname.text()) or [""])[0]
+            if kernel in ("Linux", "Darwin"):
+                return kernel
         if names & {"sysctl.txt", "sw_vers.txt", "system_profiler-SPDisplaysDataType.txt",
                     "system_profiler-SPDisplaysDataType.json"}:
             return "Darwin"

@@ -42,6 +42,26 @@ def compute_capability_for_truncated(prefix: Optional[str]) -> Optional[str]:
     return str(row["compute_capability"])
 
 
+def compute_capability_for_name_prefix(prefix: Optional[str]) -> Optional[str]:
+    """A name nvidia-smi's table cut inside a word ("NVIDIA RTX PRO 6000 Blac", from "... Blackwell"),
+    where no pattern can match: the rows whose listed product names (`examples`) begin with the cut
+    name. Only where a whole model number precedes the cut ("6000 Blac", not "RTX 507") and every such
+    row gives the same compute capability."""
+    if not prefix:
+        return None
+    clean = " ".join(prefix.replace("_", " ").split())
+    if not re.search(r"\b\d{3,}\s", clean):
+        return None
+    want = re.sub(r"^nvidia\s+", "", clean, flags=re.I).lower()
+    found: set[str] = set()
+    for row in kb.rows("nvidia_gpus", "compute_capability_by_name"):
+        for example in row.get("examples") or ():
+            name = re.sub(r"^nvidia\s+", "", " ".join(str(example).split()), flags=re.I).lower()
+            if name.startswith(want):
+                found.add(str(row["compute_capability"]))
+    return found.pop() if len(found) == 1 else None
+
+
 def integrated_for(name: Optional[str]) -> Optional[bool]:
     """Tegra/Jetson/GB10 share system memory; every other NVIDIA GPU has its own."""
     row = lookup_name(name)
