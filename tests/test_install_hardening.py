@@ -590,6 +590,15 @@ def test_a_dangling_symlink_as_venv_is_refused_plainly(work: Path, index: LocalI
     assert cp.returncode == 2 and "[E509]" in cp.stderr and "symbolic link" in cp.stderr, cp.stderr
     assert "removed the half-made" not in cp.stderr and "apt" not in cp.stderr
     assert link.is_symlink() and not (work / "nowhere").exists()
+    # two links that point at each other: said as a loop, with a next step that fits it
+    a, b = work / "cwd" / "loop-a", work / "cwd" / "loop-b"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    cp = cli(work, "--recipe-file", str(recipe_file(work, ["demo-app"])), "--index-url", index.url, "--apply",
+             "--no-verify", "--venv", str(a))
+    assert cp.returncode == 2 and "[E509]" in cp.stderr and "a loop of links" in cp.stderr, cp.stderr
+    assert "does not exist" not in cp.stderr and "mkdir" not in cp.stderr
+    assert a.is_symlink() and b.is_symlink()
 
 
 def test_a_link_to_an_empty_folder_is_emptied_again_not_removed(work: Path, index: LocalIndex) -> None:

@@ -4,7 +4,9 @@ or reuse a venv, and refuse a system interpreter that PEP 668 marks as externall
 from __future__ import annotations
 
 import json
+import errno
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import asdict, dataclass
@@ -165,12 +167,18 @@ def venv_state(path: Path) -> str:
 
 def check_venv_target(path: Path) -> str:
     if path.is_symlink() and not path.exists():
+        try:
+            os.stat(path)
+            dangling = "which does not exist"
+        except OSError as exc:  # ELOOP: a link that leads back to itself
+            dangling = "a loop of links" if exc.errno == errno.ELOOP else "which does not exist"
         raise StageError(
-            f"{path} is a symbolic link to {os.readlink(path)}, which does not exist",
+            f"{path} is a symbolic link to {os.readlink(path)}, {dangling}",
             why="mlprobe makes a venv in a missing or empty folder, and follows a link only to a folder "
                 "that is there",
-            next_step=f"create the folder it points to (mkdir -p {os.path.realpath(path)}), or pass the real "
-                      "path as --venv PATH",
+            next_step=(f"create the folder it points to (mkdir -p {shlex.quote(os.path.realpath(path))}), or pass "
+                       "the real path as --venv PATH") if dangling != "a loop of links" else
+                      f"remove the link (rm {shlex.quote(str(path))}) or pass another path as --venv PATH",
             ref="E509", kind="usage",
         )
     state = venv_state(path)
