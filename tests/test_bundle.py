@@ -181,3 +181,33 @@ def test_no_wheel_for_that_machine_names_the_package_and_tags_and_leaves_nothing
 def test_a_recipe_or_framework_is_required(tmp_path: Path) -> None:
     r = _bundle(["--replay", str(H200), "-o", str(tmp_path / "out")], tmp_path)
     assert r.returncode == 2 and "E538" in r.stderr
+
+
+def test_a_lock_made_for_another_machine_uses_this_machines_device(tmp_path: Path) -> None:
+    """A bundle carries the device the recipe chose on the machine it was made for (the H200's OpenCL
+    id); installed on another machine, the device comes from this machine's own plan of the same
+    recipe, and the change is said. (Found on a GPU machine of another model: the device check
+    refused the H200's id although PlaidML listed that machine's GPU.)"""
+    from mlprobe.commands.install import _device_of_this_machine
+    from mlprobe.model.plan import Recommendation
+    from mlprobe.pipeline import plan, scan_report
+    from mlprobe.scan.host import ReplayHost
+
+    def entry(bundle: Path) -> Dict[str, object]:
+        doc = plan(scan_report(ReplayHost(bundle)), framework="keras", env={})
+        return next(r for r in doc["recommended"] if r["recipe"] == "plaidml-keras")
+
+    made_for = entry(H200)
+    assert made_for["device"] == "opencl_nvidia_nvidia_h200.0"
+    rec = Recommendation.from_json(made_for)
+
+    class Args:
+        replay = str(ROOT / "fixtures" / "linux-intel-hd-graphics-haswell-intel-sdk-clinfo")
+
+    here = _device_of_this_machine(rec, Args())  # type: ignore[arg-type]
+    other = entry(Path(Args.replay))
+    assert here.device == other["device"] != rec.device
+    assert here.env["PLAIDML_DEVICE_IDS"] == other["device"] and here.verify.device == other["device"]
+    assert here.packages == rec.packages
+    assert any("the lock was made for NVIDIA H200" in n for n in here.notes)
+    assert _device_of_this_machine(Recommendation.from_json(other), Args()).device == other["device"]  # type: ignore[arg-type]

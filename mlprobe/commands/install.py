@@ -126,6 +126,38 @@ def _abs_link(x: str) -> str:
 
 
 RECIPE_FILE_MAX_BYTES = 16 * 1024 * 1024
+_MACHINE_FIELDS = ("device", "device_name", "env", "files", "verify")
+
+
+def _device_of_this_machine(rec: "Recommendation", args: argparse.Namespace) -> "Recommendation":
+    """A lock carries the packages, and the device the recipe chose on the machine it was made for
+    (`mlprobe bundle --replay` of another machine's report). The packages stay; the device, and what
+    names it (PLAIDML_DEVICE_IDS, the settings file, verify's target), come from this machine's own
+    plan of the same recipe, and a change is said."""
+    from .. import pipeline, ui
+    from ..model.plan import Recommendation
+    from .common import make_host
+
+    try:
+        host = make_host(args)
+        report = pipeline.scan_report(host, None)
+        plan = pipeline.plan(report, framework=rec.framework or "any", env=os.environ)
+    except Exception as exc:  # the lock's own choice stays; the device check will judge it
+        ui.note(f"could not plan {rec.recipe} for this machine ({type(exc).__name__}): the lock's device "
+                f"{ui.safe_line(rec.device or '')} is kept")
+        return rec
+    here = next((r for r in plan.get("recommended") or [] if r.get("recipe") == rec.recipe), None)
+    if here is None or not here.get("device") or here.get("device") == rec.device:
+        return rec
+    doc = rec.to_json()
+    for k in _MACHINE_FIELDS:
+        if k in here:
+            doc[k] = here[k]
+    said = (f"the lock was made for {rec.device_name or rec.device} ({rec.device}); on this machine "
+            f"{rec.recipe} uses {here.get('device_name') or here['device']} ({here['device']})")
+    doc["notes"] = list(doc.get("notes") or []) + [said]
+    ui.note(ui.safe_line(said))
+    return Recommendation.from_json(doc)
 
 
 def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[Dict[str, Any]], bool]":
@@ -138,7 +170,10 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     if getattr(args, "from_lock", None):
         from .lock import recommendation_from_lock
 
-        return recommendation_from_lock(args.from_lock), None, False
+        rec = recommendation_from_lock(args.from_lock)
+        if rec.device and not getattr(args, "replay", None):
+            rec = _device_of_this_machine(rec, args)
+        return rec, None, False
     if args.recipe_file:
         from ..scan.capture import UnreadableFile, read_regular
 
