@@ -9,7 +9,10 @@ from typing import Any, Dict, List
 import pytest
 
 from mlprobe.errors import ParseError
-from mlprobe.plan.context import derive_facts
+from mlprobe.model.context import RulesContext
+from mlprobe.model.facts import Facts
+from mlprobe.model.knowledge import Row
+from mlprobe.plan.context import derive
 from mlprobe.plan.planner import make_plan
 from mlprobe.probes import intel, nvidia as nv, windows
 from mlprobe.probes.os_ import real_macos_version
@@ -27,17 +30,21 @@ def _plan(folder: str, framework: str = "torch") -> Dict[str, Any]:
     return make_plan(report, framework=framework)
 
 
-def _ctx(gpus: List[Dict[str, Any]], driver: str, kernel: Any = None, system: Any = "Linux") -> Dict[str, Any]:
+def derive_facts(report: Dict[str, Any], kb: Any) -> RulesContext:
+    return derive(Facts.from_report(report), kb)
+
+
+def _ctx(gpus: List[Dict[str, Any]], driver: str, kernel: Any = None, system: Any = "Linux") -> RulesContext:
     report = {"os": {"system": system}, "cpu": {"arch": "x86_64"},
               "gpus": [dict(g, vendor="nvidia", sources=["nvidia"]) for g in gpus],
               "runtimes": {"cuda": {"driver_version": driver, "version": None, "kernel_module": kernel}}}
     return derive_facts(report, KB)
 
 
-def _run(test_name: str, ctx: Dict[str, Any]) -> Any:
+def _run(test_name: str, ctx: RulesContext) -> Any:
     from mlprobe.plan.conditions import TESTS
 
-    return TESTS[test_name]({"test": test_name}, ctx, KB, None)
+    return TESTS[test_name](Row({"test": test_name}), ctx, KB, None)
 
 
 # -- driver branches ---------------------------------------------------------------------------------
@@ -117,14 +124,15 @@ def test_an_uncovered_card_is_told_which_series_cover_it() -> None:
 
 def test_wsl2_smi_version_differs_from_the_driver() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "linux-wsl2-nvidia-rtx3060-laptop-smi-version-differs"))
-    assert out.runtimes["cuda"]["smi_version"] == "545.46"
+    assert out.runtimes.cuda is not None and out.runtimes.cuda.smi_version == "545.46"
     assert out.os is not None and out.os.wsl is True
     assert any("this is WSL2" in w for w in out.warnings)
 
 
 def test_native_smi_versions_agree() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi-kmd-version-610"))
-    assert "smi_version" not in out.runtimes["cuda"] and not any("WSL2" in w for w in out.warnings)
+    assert out.runtimes.cuda is not None and not out.runtimes.cuda.written("smi_version")
+    assert not any("WSL2" in w for w in out.warnings)
 
 
 @pytest.mark.parametrize("prefix, cc", [("NVIDIA GeForce RTX 5070", "12.0"), ("NVIDIA GeForce RTX 3060", "8.6"),
@@ -209,10 +217,10 @@ def test_ipex_is_a_retired_path_never_a_recommendation() -> None:
 def test_a_gpu_the_windows_probe_judged_gets_no_directml_fallback() -> None:
     report = {"os": {"system": "Windows", "windows_build": 7601}, "cpu": {"arch": "x86_64"},
               "gpus": [{"vendor": "amd", "name": "AMD Radeon HD 6310 Graphics", "apis": [], "sources": ["windows"]}]}
-    assert derive_facts(report, KB)["directml"]["count"] == 0
+    assert derive_facts(report, KB).directml.count == 0
     report["gpus"][0]["sources"] = ["nvidia"]  # a source that cannot judge DirectX: the fallback stays
     report["gpus"][0]["vendor"] = "nvidia"
-    assert derive_facts(report, KB)["directml"]["count"] == 1
+    assert derive_facts(report, KB).directml.count == 1
 
 
 def test_directml_says_it_is_no_longer_developed_and_names_successors() -> None:

@@ -315,7 +315,7 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
 
     from mlprobe.recipes import knowledge
 
-    bases = {r["id"]: r["url"] for r in knowledge()["indexes"]["indexes"]}
+    bases = {r.get("id"): r.get("url") for r in knowledge().rows("indexes", "indexes")}
     with_index = 0
     for folder in ALL_FIXTURES:
         plan = json.loads(json.dumps(make_plan(_report(folder), framework="torch")))
@@ -392,7 +392,7 @@ def test_torch_npu_python_range_is_the_wheels_not_the_table(reports: Dict[str, D
     from mlprobe.plan.planner import explain_variants
     variants = explain_variants(_ascend_on(reports, "arm64"), "torch-npu", python="3.12")
     assert why_not(plan, "torch-npu")["verdict"] == "rejected"
-    row = next(v for v in variants if v["label"].startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
-    assert row["reasons"] == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
+    row = next(v for v in variants if v.label.startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
+    assert row.reasons == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
     assert any(r["recipe"] == "torch-npu" for r in make_plan(_ascend_on(reports, "arm64"),
                                                              python="3.11")["recommended"])

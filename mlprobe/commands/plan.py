@@ -4,6 +4,7 @@ and whether what is installed can use the hardware. `--json` for machines, `--wh
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
-        doc["variants"] = explain_variants(report, doc["recipe"], python=args.python)
+        doc["variants"] = [dataclasses.asdict(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
         doc["target"] = plan["target"]
         if args.json:
             print_json(doc)

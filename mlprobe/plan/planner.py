@@ -12,8 +12,11 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ..recipes import Knowledge, find_recipe, knowledge, load_recipes
-from .rules import Ctx, Verdict, derive_facts, evaluate, evaluate_recipe, resolve, table_rows
+from ..recipes import find_recipe, knowledge, load_recipes
+from .rules import Effects, Variant, Verdict, derive, evaluate, evaluate_recipe, resolve
+from ..model.context import RulesContext
+from ..model.facts import Facts, FrameworkFacts
+from ..model.knowledge import Knowledge, Row
 from ..model.plan import PLAN_VERSION, InstalledFinding, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model import shell
 from ..model.vocabulary import vocabulary
@@ -35,11 +38,11 @@ def _wanted(recipe: Dict[str, Any], framework: str) -> bool:
 
 def score(recipe: Dict[str, Any], verdict: Verdict) -> int:
     eff = verdict.effects
-    speed = eff.get("speed")
+    speed = eff.speed
     if speed is None:
-        speed = recipe.get("speed_integrated", recipe["speed"]) if eff.get("integrated") else recipe["speed"]
+        speed = recipe.get("speed_integrated", recipe["speed"]) if eff.integrated else recipe["speed"]
     s = int(speed) - STATUS_PENALTY.get(recipe["status"], 0)
-    if eff.get("unofficial"):
+    if eff.unofficial:
         s -= UNOFFICIAL_PENALTY
     return s
 
@@ -51,35 +54,35 @@ def _index_bases(
     kb: Knowledge, index_urls: Optional[Mapping[str, str]], env: Mapping[str, str]
 ) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, Any]] = {}
-    for row in (kb.get("indexes") or {}).get("indexes", []):
-        url = (index_urls or {}).get(row["id"])
+    for row in kb.rows("indexes", "indexes"):
+        rid = str(row.get("id"))
+        url = (index_urls or {}).get(rid)
         origin = "index_urls"
-        if url is None and row.get("env"):
-            url = env.get(row["env"]) or None
-            origin = str(row["env"])
+        env_name = row.text("env")
+        if url is None and env_name:
+            url = env.get(env_name) or None
+            origin = env_name
         if url is not None:
             url = check_url(url, origin)
-        out[row["id"]] = {
-            "url": strip_slash(url or row.get("url") or "") or None,
+        out[rid] = {
+            "url": strip_slash(url or row.text("url") or "") or None,
             "mirror": url is not None,
-            "placeholder": row.get("placeholder", f"<{row['id']}-index>"),
-            "env": row.get("env"),
+            "placeholder": row.text("placeholder", f"<{rid}-index>"),
+            "env": env_name,
         }
     return out
 
 
-def _render(value: Any, ctx: Ctx, row: Optional[Dict[str, Any]], effects: Dict[str, Any]) -> Any:
-    scope = dict(ctx)
-    scope["effects"] = effects
+def _render(value: object, ctx: RulesContext, row: Optional[Row], effects: Effects) -> object:
     if isinstance(value, dict):
         return {k: _render(v, ctx, row, effects) for k, v in value.items()}
     if isinstance(value, list):
         return [_render(v, ctx, row, effects) for v in value]
-    return resolve(value, scope, row)
+    return resolve(value, ctx, row, effects)
 
 
 def install_details(
-    recipe: Dict[str, Any], verdict: Verdict, ctx: Ctx, kb: Knowledge, bases: Dict[str, Dict[str, Any]]
+    recipe: Dict[str, Any], verdict: Verdict, ctx: RulesContext, kb: Knowledge, bases: Dict[str, Dict[str, Any]]
 ) -> Dict[str, Any]:
     inst = recipe.get("install") or {}
     row, eff = verdict.row, verdict.effects
@@ -99,7 +102,7 @@ def install_details(
             index_url = join_path(base["url"], index) if base.get("url") else None
     extra_index_urls = _extra_indexes(inst, ctx, kb, row, eff, bases)
     env: Dict[str, str] = dict(inst.get("env") or {})
-    env.update({k: str(v) for k, v in (eff.get("env") or {}).items()})
+    env.update({k: str(v) for k, v in (eff.env or {}).items()})
     files = []
     for f in inst.get("files", []):
         obj = _render(f["json"], ctx, row, eff)
@@ -109,11 +112,11 @@ def install_details(
     steps = []
     for st in inst.get("steps", []):
         when = st.get("when")
-        if when is None or evaluate(when, ctx, kb, row).value is not False:
+        if when is None or evaluate(Row(when), ctx, kb, row).value is not False:
             steps.append({"shim": st["shim"], "why": st.get("why")})
     version_key = (recipe.get("variants") or {}).get("version_key")
     version = str(row.get(version_key)) if row and version_key and row.get(version_key) else None
-    windows = ctx["os"].get("system") == "Windows" and not ctx["os"].get("wsl")
+    windows = ctx.os.system == "Windows" and not ctx.os.wsl
     base = bases.get(idx["id"], {}) if idx else {}
     commands = _commands(packages, index, index_url, base, steps, files, env, windows, extra_index_urls)
     verify = _render(recipe.get("verify") or {}, ctx, row, eff)
@@ -131,8 +134,8 @@ def install_details(
     }
 
 
-def _extra_indexes(inst: Dict[str, Any], ctx: Ctx, kb: Knowledge, row: Optional[Dict[str, Any]],
-                   eff: Dict[str, Any], bases: Dict[str, Dict[str, Any]]) -> List[str]:
+def _extra_indexes(inst: Dict[str, Any], ctx: RulesContext, kb: Knowledge, row: Optional[Row],
+                   eff: Effects, bases: Dict[str, Dict[str, Any]]) -> List[str]:
     """The recipe's `extra_indexes` that apply here (their `when` holds or is unknown), as URLs: a
     package set whose packages live on two indexes (torch-npu on the default index pins
     torch==X+cpu, which only PyTorch's cpu index publishes). An index without a URL (its base was
@@ -140,7 +143,7 @@ def _extra_indexes(inst: Dict[str, Any], ctx: Ctx, kb: Knowledge, row: Optional[
     urls: List[str] = []
     for ex in inst.get("extra_indexes") or []:
         when = ex.get("when")
-        if when is not None and evaluate(when, ctx, kb, row).value is False:
+        if when is not None and evaluate(Row(when), ctx, kb, row).value is False:
             continue
         suffix = str(_render(ex["suffix"], ctx, row, eff) or "")
         base = bases.get(ex["id"], {})
@@ -208,7 +211,8 @@ def build_plan(
     if framework not in FRAMEWORK_CHOICES:
         raise ValueError(f"framework must be one of {FRAMEWORK_CHOICES}")
     kb = knowledge()
-    ctx = derive_facts(report, kb, python)
+    facts = Facts.from_report(report)
+    ctx = derive(facts, kb, python)
     bases = _index_bases(kb, index_urls, env or {})
     recipes = load_recipes()
     recommended: List[Dict[str, Any]] = []
@@ -230,7 +234,7 @@ def build_plan(
         }
         if r["status"] == "retired":
             rel = r.get("relevant_when")
-            relevant = isinstance(rel, dict) and evaluate(rel, ctx, kb).value is True
+            relevant = isinstance(rel, dict) and evaluate(Row(rel), ctx, kb).value is True
             retired.append(RetiredPath(**base, relevant=relevant, summary=r.get("summary"),
                                        successor=r.get("successor"), sources=tuple(s["id"] for s in r["sources"])))
             rejected.append(Rejection(**base, reasons=(f"retired; today: {r.get('successor')}", *v.reasons)))
@@ -248,10 +252,10 @@ def build_plan(
         entry["unknown"] = [
             u
             for u in v.unknown
-            if not (ctx["python"]["version"] is None and u.startswith("the target Python is unknown"))
+            if not (ctx.python.version is None and u.startswith("the target Python is unknown"))
         ]
         entry["device"] = (entry.get("verify") or {}).get("device")
-        entry["device_name"] = v.effects.get("device_name")
+        entry["device_name"] = v.effects.device_name
         entry["notes"] = list(r.get("notes", []))
         entry["sources"] = [s["id"] for s in r["sources"]]
         recommended.append(entry)
@@ -263,27 +267,26 @@ def build_plan(
             hit = next((e for e in recommended if fw in provides(find_recipe(e["recipe"]))), None)
             top[fw] = hit["recipe"] if hit else None
     installed = installed_findings(ctx, kb, verdicts, recommended, bases)
-    warnings = list(ctx.get("inferred", []))
+    warnings = list(ctx.inferred)
     for placeholder, env in missing_index.items():
         warnings.append(
             f"{placeholder} in the commands stands for a wheel index whose URL this mlprobe's knowledge "
             f"lacks; set {env} to its base URL (or pass --index-url to mlprobe install)"
         )
-    undriven = ctx["nvidia"].get("undriven") or []
+    undriven = ctx.nvidia.undriven
     if undriven:
         warnings.append(
-            f"the NVIDIA driver (nvidia-smi) sees {ctx['nvidia']['count']} GPU(s) but lspci lists "
-            f"{ctx['nvidia']['count'] + len(undriven)}: planned for the {ctx['nvidia']['count']} the driver "
-            "sees; not driven: " + ", ".join(f"{g['name'] or 'NVIDIA GPU'} at {g['pci_bus_id'] or '?'}"
+            f"the NVIDIA driver (nvidia-smi) sees {ctx.nvidia.count} GPU(s) but lspci lists "
+            f"{ctx.nvidia.count + len(undriven)}: planned for the {ctx.nvidia.count} the driver "
+            "sees; not driven: " + ", ".join(f"{g.name or 'NVIDIA GPU'} at {g.pci_bus_id or '?'}"
                                               for g in undriven))
-    if ctx["python"]["version"] is None:
+    if ctx.python.version is None:
         warnings.append(
             "the target Python is unknown (the scan has none): recipes were checked without it; "
             "pass --python X.Y"
         )
-    ov = report.get("overrides")
-    overrides: Dict[str, Any] = ov if isinstance(ov, dict) else {}
-    python_source = ctx["python"]["source"]
+    overrides = facts.overrides
+    python_source = ctx.python.source
     if python_source == "scan" and "MLPROBE_OVERRIDE_PYTHON_VERSION" in overrides:
         python_source = "overridden by MLPROBE_OVERRIDE_PYTHON_VERSION"
     for key, value in overrides.items():
@@ -291,8 +294,8 @@ def build_plan(
     return Plan(
         plan_version=PLAN_VERSION,
         framework=framework,
-        target=PlanTarget(python=ctx["python"]["version"], python_source=python_source, os=ctx["os"]["system"],
-                          wsl=ctx["os"]["wsl"], arch=ctx["cpu"]["arch"]),
+        target=PlanTarget(python=ctx.python.version, python_source=python_source, os=ctx.os.system,
+                          wsl=ctx.os.wsl, arch=ctx.cpu.arch),
         top=top,
         recommended=tuple(Recommendation.from_json(e) for e in recommended),
         rejected=tuple(rejected),
@@ -331,10 +334,10 @@ def why_not(plan: Dict[str, Any], name: str) -> Dict[str, Any]:
     return out
 
 
-def explain_variants(report: Dict[str, Any], name: str, python: Optional[str] = None) -> List[Dict[str, Any]]:
+def explain_variants(report: Dict[str, Any], name: str, python: Optional[str] = None) -> List[Variant]:
     """Every knowledge row a recipe tried (torch release x index), with its reasons (for --why-not)."""
     kb = knowledge()
-    ctx = derive_facts(report, kb, python)
+    ctx = derive(Facts.from_report(report), kb, python)
     return evaluate_recipe(find_recipe(name), ctx, kb).variants
 
 
@@ -347,13 +350,13 @@ def _top_of(recommended: Sequence[Dict[str, Any]], framework: str) -> Optional[D
 
 def _finding(
     name: str,
-    fw: Dict[str, Any],
+    fw: FrameworkFacts,
     status: str,
     message: str,
     fix: Optional[List[str]] = None,
     reasons: Optional[List[str]] = None,
 ) -> InstalledFinding:
-    return InstalledFinding(package=name, version=fw.get("version"), build=fw.get("flavour"), status=status,
+    return InstalledFinding(package=name, version=fw.version or None, build=fw.flavour or None, status=status,
                             message=message, reasons=tuple(reasons or ()), fix=tuple(fix or ()))
 
 
@@ -363,9 +366,9 @@ def _fix(best: Optional[Dict[str, Any]], uninstall: str) -> List[str]:
     return [shell.posix(["python", "-m", "pip", "uninstall", "-y", uninstall])] + list(best["commands"])
 
 
-def _torch_row(kb: Knowledge, table: str, torch_version: str, index: str) -> Optional[Dict[str, Any]]:
+def _torch_row(kb: Knowledge, table: str, torch_version: str, index: str) -> Optional[Row]:
     mm = ".".join(torch_version.split("+")[0].split(".")[:2])
-    rows = table_rows(kb, table)
+    rows = kb.at(table)
     hit = next((r for r in rows if r.get("torch") == mm and r.get("index") == index), None)
     if hit is None and table.endswith("rocm"):
         series = re.match(r"rocm(\d+\.\d+)", index)
@@ -374,13 +377,13 @@ def _torch_row(kb: Knowledge, table: str, torch_version: str, index: str) -> Opt
 
 
 def installed_findings(
-    ctx: Ctx,
+    ctx: RulesContext,
     kb: Knowledge,
     verdicts: Dict[str, Verdict],
     recommended: Sequence[Dict[str, Any]],
     bases: Dict[str, Dict[str, Any]],
 ) -> List[InstalledFinding]:
-    fws = ctx.get("frameworks") or {}
+    fws = ctx.frameworks
     out: List[InstalledFinding] = []
     best_torch = _top_of(recommended, "torch")
     best_tf = _top_of(recommended, "tensorflow")
@@ -426,22 +429,22 @@ def installed_findings(
     return out
 
 
-def _gpu_words(ctx: Ctx, backend: str) -> str:
+def _gpu_words(ctx: RulesContext, backend: str) -> str:
     if backend == "cuda":
-        return ", ".join(str(n) for n in ctx["nvidia"]["names"]) or "an NVIDIA GPU"
+        return ", ".join(str(n) for n in ctx.nvidia.names) or "an NVIDIA GPU"
     if backend == "rocm":
-        return ", ".join(f"{g['name']} ({g['gfx']})" for g in ctx["amd"]["targets"]) or "an AMD GPU"
+        return ", ".join(f"{g.name} ({g.gfx})" for g in ctx.amd.targets) or "an AMD GPU"
     if backend == "xpu":
-        return ", ".join(str(g.get("name")) for g in ctx["intel"]["gpus"]) or "an Intel GPU"
+        return ", ".join(str(g.name if g.name and g.name.strip() else None) for g in ctx.intel.gpus) or "an Intel GPU"
     return "a GPU"
 
 
 def _torch_finding(
-    fw: Dict[str, Any], ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
+    fw: FrameworkFacts, ctx: RulesContext, kb: Knowledge, best: Optional[Dict[str, Any]]
 ) -> InstalledFinding:
-    ver = str(fw.get("version") or "?")
-    flavour = str(fw.get("flavour") or "")
-    darwin = ctx["os"]["system"] == "Darwin"
+    ver = str(fw.version or "?")
+    flavour = str(fw.flavour or "")
+    darwin = ctx.os.system == "Darwin"
     gpu_best = best if best and best["backend"] in ("cuda", "rocm", "xpu", "mps", "directml") else None
     if not flavour:
         return _finding(
@@ -475,7 +478,7 @@ def _torch_finding(
     if flavour.startswith("rocm"):
         return _torch_rocm_finding(fw, ver, flavour, ctx, kb, best)
     if flavour == "xpu":
-        o = evaluate({"test": "xpu_gpu_supported"}, ctx, kb)
+        o = evaluate(Row({"test": "xpu_gpu_supported"}), ctx, kb)
         if o.value is False:
             return _finding(
                 "torch",
@@ -490,9 +493,9 @@ def _torch_finding(
 
 
 def _torch_cuda_finding(
-    fw: Dict[str, Any], ver: str, flavour: str, ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
+    fw: FrameworkFacts, ver: str, flavour: str, ctx: RulesContext, kb: Knowledge, best: Optional[Dict[str, Any]]
 ) -> InstalledFinding:
-    if not ctx["nvidia"]["count"]:
+    if not ctx.nvidia.count:
         if best and best["backend"] != "cpu":
             return _finding(
                 "torch",
@@ -513,8 +516,8 @@ def _torch_cuda_finding(
     cuda = f"{flavour[2:-1]}.{flavour[-1]}" if re.fullmatch(r"cu\d{3}", flavour) else None
     if row is None and cuda is None:
         return _finding("torch", fw, "info", f"torch {ver} ({flavour}) is not in mlprobe's wheel tables")
-    probe_row = row or {"cuda": cuda, "index": flavour, "torch": ver}
-    conds: List[Dict[str, Any]] = [
+    probe_row = row or Row({"cuda": cuda, "index": flavour, "torch": ver})
+    conds: List[Dict[str, object]] = [
         {"test": "cuda_driver_runs", "cuda": "{row.cuda}", "label": f"installed torch {ver}"}
     ]
     if row is not None:
@@ -524,10 +527,10 @@ def _torch_cuda_finding(
                 "archs": "{row.archs}",
                 "archs_aarch64": "{row.archs_aarch64}",
                 "cuda": "{row.cuda}",
-                "label": f"the {flavour} wheels of torch {row['torch']}",
+                "label": f"the {flavour} wheels of torch {row.get('torch')}",
             }
         )
-    o = evaluate({"all": conds}, ctx, kb, probe_row)
+    o = evaluate(Row({"all": conds}), ctx, kb, probe_row)
     if o.value is False:
         return _finding(
             "torch",
@@ -549,9 +552,9 @@ def _torch_cuda_finding(
 
 
 def _torch_rocm_finding(
-    fw: Dict[str, Any], ver: str, flavour: str, ctx: Ctx, kb: Knowledge, best: Optional[Dict[str, Any]]
+    fw: FrameworkFacts, ver: str, flavour: str, ctx: RulesContext, kb: Knowledge, best: Optional[Dict[str, Any]]
 ) -> InstalledFinding:
-    if not ctx["amd"]["count"]:
+    if not ctx.amd.count:
         return _finding(
             "torch",
             fw,
@@ -560,17 +563,17 @@ def _torch_rocm_finding(
             fix=_fix(best, "torch"),
         )
     row = _torch_row(kb, "torch_wheels.rocm", ver, flavour)
-    conds: List[Dict[str, Any]] = [{"test": "rocm_wsl_ok"}]
+    conds: List[Dict[str, object]] = [{"test": "rocm_wsl_ok"}]
     approx = ""
     if row is None:
-        rows = table_rows(kb, "torch_wheels.rocm")
+        rows = kb.at("torch_wheels.rocm")
         row = rows[-1] if rows else None
         approx = " (judged by the oldest ROCm arch list mlprobe has)"
     if row is not None:
         conds.append(
             {"test": "rocm_gfx_supported", "gfx": "{row.gfx}", "label": f"the installed ROCm wheels{approx}"}
         )
-    o = evaluate({"all": conds}, ctx, kb, row)
+    o = evaluate(Row({"all": conds}), ctx, kb, row)
     if o.value is False:
         return _finding(
             "torch",
@@ -580,11 +583,9 @@ def _torch_rocm_finding(
             reasons=o.reasons,
             fix=_fix(best, "torch") if best and best["recipe"] != "torch-rocm" else [],
         )
-    env = o.effects.get("hsa_override")
+    env = o.effects.hsa_override
     if env:
-        in_effect = all(
-            g.get("runtime_gfx") and g.get("runtime_gfx") != g.get("gfx") for g in ctx["amd"]["targets"]
-        )
+        in_effect = all(g.runtime_gfx and g.runtime_gfx != g.gfx for g in ctx.amd.targets)
         if not in_effect:
             return _finding(
                 "torch",
@@ -593,7 +594,7 @@ def _torch_rocm_finding(
                 f"torch {ver} needs HSA_OVERRIDE_GFX_VERSION={env} on {_gpu_words(ctx, 'rocm')} "
                 "(unofficial), and the scan does not show it set",
                 reasons=o.warnings,
-                fix=[shell.set_env(k, str(v)) for k, v in (o.effects.get("env") or {}).items()],
+                fix=[shell.set_env(k, str(v)) for k, v in (o.effects.env or {}).items()],
             )
         return _finding(
             "torch",
@@ -610,14 +611,14 @@ def _torch_rocm_finding(
 
 def _tf_finding(
     name: str,
-    fw: Dict[str, Any],
-    ctx: Ctx,
+    fw: FrameworkFacts,
+    ctx: RulesContext,
     best: Optional[Dict[str, Any]],
     best_torch: Optional[Dict[str, Any]],
 ) -> InstalledFinding:
-    ver = str(fw.get("version") or "?")
-    flags = ctx["cpu"]["flags"]
-    if ctx["cpu"]["arch"] == "x86_64" and flags is not None and "avx" not in flags:
+    ver = str(fw.version or "?")
+    flags = ctx.cpu.flags
+    if ctx.cpu.arch == "x86_64" and flags is not None and "avx" not in flags:
         fix = [shell.posix(["python", "-m", "pip", "uninstall", "-y", name])]
         if best_torch:
             fix += [f"# PyTorch runs here ({best_torch['recipe']}):"] + list(best_torch["commands"])
@@ -632,9 +633,9 @@ def _tf_finding(
         )
     version_mm = tuple(int(x) for x in re.findall(r"\d+", ver)[:2]) if re.match(r"\d", ver) else None
     if (
-        ctx["os"]["system"] == "Windows"
-        and not ctx["os"]["wsl"]
-        and ctx["nvidia"]["count"]
+        ctx.os.system == "Windows"
+        and not ctx.os.wsl
+        and ctx.nvidia.count
         and version_mm
         and version_mm > (2, 10)
     ):

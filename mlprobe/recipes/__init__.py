@@ -10,9 +10,10 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping
+from typing import Any, Dict, Iterator, List
 
 from ..model import knowledge as kb
+from ..model.knowledge import Knowledge
 from ..model.vocabulary import vocabulary
 
 RECIPES_DIR = Path(__file__).resolve().parent
@@ -142,26 +143,6 @@ def find_recipe(name: str) -> Dict[str, Any]:
         if r["id"] == key or key in [a.lower() for a in r.get("aliases", [])]:
             return r  # type: ignore[no-any-return]
     raise KeyError(name)
-
-
-class Knowledge(Mapping[str, Any]):
-    """mlprobe/knowledge/<stem>.json by stem, read on first use (big tables cost nothing unless asked)."""
-
-    def __getitem__(self, stem: str) -> Any:
-        value = kb.load(stem)
-        if value is None:
-            raise KeyError(stem)
-        return value
-
-    def get(self, stem: str, default: Any = None) -> Any:
-        value = kb.load(stem)
-        return default if value is None else value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(kb.stems())
-
-    def __len__(self) -> int:
-        return len(kb.stems())
 
 
 def knowledge() -> Knowledge:
