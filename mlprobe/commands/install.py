@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..model.vocabulary import vocabulary
 
 if TYPE_CHECKING:
     from ..install.steps import InstallOptions
+    from ..model.facts import ScanReport
     from ..model.plan import Recommendation
 
 from .common import add_replay, seconds
@@ -128,7 +129,7 @@ def _abs_link(x: str) -> str:
 RECIPE_FILE_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[Dict[str, Any]], bool]":
+def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[ScanReport], bool]":
     """(the typed recommendation, scan report or None, replayed?)"""
     import json
 
@@ -163,9 +164,11 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     from .common import host_source, make_host
 
     host = make_host(args)
+    from ..install.steps import pick
+
     report = pipeline.scan_report(host, host_source(host, args))
     plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
-    return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
+    return pick(plan, args.recipe), report, host.kind == "replay"
 
 
 def _check_log(path: Path) -> None:
@@ -188,10 +191,9 @@ def _check_log(path: Path) -> None:
                            exit_code=EXIT_USAGE)
 
 
-def _overrides(report: object) -> "dict[str, str]":
+def _overrides(report: "Optional[ScanReport]") -> "dict[str, str]":
     """The MLPROBE_OVERRIDE_* values the scan behind the recommendation applied."""
-    ov = report.get("overrides") if isinstance(report, dict) else None
-    return {str(k): str(v) for k, v in ov.items()} if isinstance(ov, dict) else {}
+    return dict(report.overrides) if report is not None else {}
 
 
 def _plan_python(python: "str | None") -> "str | None":
@@ -311,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_locked(args, opts, plan, report, replay)
 
 
-def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "object",
+def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "Optional[ScanReport]",
                 replay: bool) -> int:
     from ..errors import EXIT_OK, exit_status
     from ..install.apply import apply, prepare

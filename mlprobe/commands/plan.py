@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from ..plan.multigpu import VARIABLES, gpu_use
 
     # How many GPUs each framework will use: the host's environment (host.json on replay) decides.
-    plan["gpu_use"] = [u.to_dict() for u in gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})]
-    plan["source"] = report.get("source")
+    plan = dataclasses.replace(plan, gpu_use=tuple(gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})),
+                               source=report.source)
     if args.why_not:
         try:
             doc = why_not(plan, args.why_not)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 exit_code=EXIT_USAGE,
             ) from None
         doc["variants"] = [dataclasses.asdict(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
-        doc["target"] = plan["target"]
+        doc["target"] = plan.to_json()["target"]
         if args.json:
             print_json(doc)
         else:
@@ -76,10 +76,10 @@ def run(args: argparse.Namespace) -> int:
             render_why_not(doc)
         return 0
     if args.json:
-        print_json(plan)
+        print_json(plan.to_json())
     else:
         from ..render.plan_terminal import render_plan
 
-        render_plan(plan)
+        render_plan(plan.to_json())
     sys.stdout.flush()
     return 0

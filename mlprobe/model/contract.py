@@ -193,6 +193,11 @@ def _read(tp: Any, value: Any, path: str, lenient: bool = False) -> Any:
         own = getattr(tp, "from_json", None)
         if lenient and not isinstance(value, Mapping):
             raise _Unreadable(f"{_where(path)}: expected an object")
+        if lenient and own is not None and getattr(tp, "OWN_JSON", False):
+            try:  # a document shape of its own (one of two shapes): read as it reads itself
+                return own(value)
+            except (ContractError, TypeError, ValueError):
+                raise _Unreadable(f"{_where(path)}: unreadable") from None
         if own is None or lenient:
             return from_json(tp, value, path, lenient)
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 from .contract import contract, from_json, KEYS_FIELD, NOT_JSON_FIELD, OPTIONAL_KEY, Record, to_json
 
@@ -403,6 +403,42 @@ class Facts(_ToDict):
         """The facts of a scan report (`scan --json`, a report's `scan`) from a document nobody
         checked: read leniently (model/contract.py), a value of the wrong type is unknown."""
         return from_json(cls, doc, lenient=True)
+
+
+REPORT_VERSION = 1
+
+
+@contract
+class ScanReport(Facts):
+    """The scan as `mlprobe scan --json` writes it (report_version 1): the Facts with mlprobe's version
+    and where the scan came from (`{"kind": "live"}`, `{"kind": "replay", "bundle": ...}`)."""
+
+    report_version: int = REPORT_VERSION
+    mlprobe_version: str = ""
+    source: Optional[Mapping[str, str]] = field(default=None, metadata=OPTIONAL_KEY)
+
+    @classmethod
+    def of(cls, facts: Facts, source: Optional[Mapping[str, str]] = None) -> "ScanReport":
+        from .. import __version__
+
+        values = {f.name: getattr(facts, f.name) for f in dataclasses.fields(Facts)}
+        return cls(**values, mlprobe_version=__version__, source=dict(source) if source else None)
+
+    def facts(self) -> Facts:
+        return Facts(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Facts)})
+
+    def to_json(self) -> Dict[str, Any]:
+        """The header first (report_version, mlprobe_version, source), then the facts."""
+        doc: Dict[str, Any] = to_json(self)
+        head: Dict[str, Any] = {k: doc.pop(k) for k in ("report_version", "mlprobe_version", "source") if k in doc}
+        return {**head, **doc}
+
+    to_dict = to_json
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "ScanReport":
+        """A scan report; a field of the wrong shape is a ContractError naming it."""
+        return from_json(cls, doc)
 
 
 @dataclass

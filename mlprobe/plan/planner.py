@@ -186,32 +186,31 @@ def _commands(packages: List[str], index: Optional[str], index_url: Optional[str
 
 
 def make_plan(
-    report: Dict[str, Any],
+    report: Mapping[str, Any],
     framework: str = "any",
     python: Optional[str] = None,
-    index_urls: Optional[Dict[str, str]] = None,
+    index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
-    """The plan for one scan report (`mlprobe scan --json`), as JSON (`plan --json`): `build_plan`'s
-    typed Plan, written through its contract."""
-    return build_plan(report, framework, python, index_urls, env).to_json()
+    """The plan document (`plan --json`) of a scan document (`scan --json`, a file): read into Facts at
+    the door, planned, written through the Plan contract."""
+    return build_plan(Facts.from_report(report), framework, python, index_urls, env).to_json()
 
 
 def build_plan(
-    report: Dict[str, Any],
+    facts: Facts,
     framework: str = "any",
     python: Optional[str] = None,
-    index_urls: Optional[Dict[str, str]] = None,
+    index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
 ) -> Plan:
-    """The plan for one scan report. `python` ("3.11") overrides the target interpreter;
+    """The plan for the scanned facts. `python` ("3.11") overrides the target interpreter;
     `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the environment
     variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the planner itself
     never reads the process environment."""
     if framework not in FRAMEWORK_CHOICES:
         raise ValueError(f"framework must be one of {FRAMEWORK_CHOICES}")
     kb = knowledge()
-    facts = Facts.from_report(report)
     ctx = derive(facts, kb, python)
     bases = _index_bases(kb, index_urls, env or {})
     recipes = load_recipes()
@@ -305,8 +304,9 @@ def build_plan(
     )
 
 
-def why_not(plan: Dict[str, Any], name: str) -> Dict[str, Any]:
-    """One recipe explained: fits (and how), rejected (and why), or retired (and what replaced it)."""
+def why_not(plan: Plan, name: str) -> Dict[str, Any]:
+    """The `plan --why-not` document: one recipe explained, fits (and how), rejected (and why), or
+    retired (and what replaced it)."""
     recipe = find_recipe(name)
     rid = recipe["id"]
     out: Dict[str, Any] = {
@@ -318,26 +318,25 @@ def why_not(plan: Dict[str, Any], name: str) -> Dict[str, Any]:
         "summary": recipe.get("summary"),
         "sources": recipe["sources"],
     }
-    rec = next((e for e in plan["recommended"] if e["recipe"] == rid), None)
-    rej = next((e for e in plan["rejected"] if e["recipe"] == rid), None)
-    if rec:
-        rank = plan["recommended"].index(rec) + 1
-        out.update(verdict="fits", rank=rank, entry=rec)
+    rank = next((i for i, e in enumerate(plan.recommended, 1) if e.recipe == rid), None)
+    rej = next((e for e in plan.rejected if e.recipe == rid), None)
+    if rank is not None:
+        out.update(verdict="fits", rank=rank, entry=plan.recommended[rank - 1].to_json())
     elif rej:
         out.update(
             verdict="retired" if recipe["status"] == "retired" else "rejected",
-            reasons=rej["reasons"],
+            reasons=list(rej.reasons),
             successor=recipe.get("successor"),
         )
     else:
-        out.update(verdict="not evaluated", reasons=[f"not part of a --framework {plan['framework']} plan"])
+        out.update(verdict="not evaluated", reasons=[f"not part of a --framework {plan.framework} plan"])
     return out
 
 
-def explain_variants(report: Dict[str, Any], name: str, python: Optional[str] = None) -> List[Variant]:
+def explain_variants(facts: Facts, name: str, python: Optional[str] = None) -> List[Variant]:
     """Every knowledge row a recipe tried (torch release x index), with its reasons (for --why-not)."""
     kb = knowledge()
-    ctx = derive(Facts.from_report(report), kb, python)
+    ctx = derive(facts, kb, python)
     return evaluate_recipe(find_recipe(name), ctx, kb).variants
 
 

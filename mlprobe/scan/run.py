@@ -297,13 +297,8 @@ def hardware_warnings(facts: Facts) -> List[str]:
     return out
 
 
-def facts_to_report(facts: Facts, source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The scan report (`mlprobe scan --json`), report_version 1."""
-    from .. import __version__
+def facts_to_report(facts: Facts, source: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """The scan report (`mlprobe scan --json`), report_version 1, as JSON."""
+    from ..model.facts import ScanReport
 
-    d = facts.to_dict()
-    report: Dict[str, Any] = {"report_version": 1, "mlprobe_version": __version__}
-    if source:
-        report["source"] = source
-    report.update(d)
-    return report
+    return ScanReport.of(facts, source).to_json()
