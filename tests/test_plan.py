@@ -326,7 +326,7 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
             assert "<" not in text and ">" not in text.replace(">=", ""), (folder.name, text)
             if e["index"]:
                 with_index += 1
-                base = bases[find_recipe(e["recipe"])["install"]["index"]["id"]]
+                base = bases[find_recipe(e["recipe"]).install.index.id]
                 assert e["index_url"] == f"{base}/{e['index']}", (folder.name, e)
                 assert any(f"--index-url {e['index_url']}" in c for c in e["commands"]), e["commands"]
         assert not any("pytorch-index" in w for w in plan["warnings"]), plan["warnings"]

@@ -136,16 +136,16 @@ def test_recipe_references_resolve(path: Path) -> None:
 def test_ids_and_aliases_are_unique() -> None:
     seen: Dict[str, str] = {}
     for r in load_recipes():
-        for name in [r["id"]] + r.get("aliases", []):
-            assert name not in seen, f"{name} names both {seen[name]} and {r['id']}"
-            seen[name] = r["id"]
-    assert find_recipe("neon")["id"] == "intel-nervana-neon"
-    assert find_recipe("NCSDK")["id"] == "movidius-ncsdk-caffe"
-    assert find_recipe("tensorflow-opencl")["id"] == "tensorflow-sycl-opencl"
+        for name in [r.id, *r.aliases]:
+            assert name not in seen, f"{name} names both {seen[name]} and {r.id}"
+            seen[name] = r.id
+    assert find_recipe("neon").id == "intel-nervana-neon"
+    assert find_recipe("NCSDK").id == "movidius-ncsdk-caffe"
+    assert find_recipe("tensorflow-opencl").id == "tensorflow-sycl-opencl"
 
 
 def test_catalog_covers_the_issue() -> None:
-    ids = {r["id"] for r in load_recipes()}
+    ids = {r.id for r in load_recipes()}
     assert {
         "torch-cuda",
         "torch-rocm",
@@ -162,7 +162,7 @@ def test_catalog_covers_the_issue() -> None:
         "intel-nervana-neon",
         "movidius-ncsdk-caffe",
     } <= ids
-    statuses = {r["id"]: r["status"] for r in load_recipes()}
+    statuses = {r.id: r.status for r in load_recipes()}
     assert statuses["tensorflow-directml-plugin"] == "paused"
     assert statuses["plaidml-keras"] == "unmaintained"
     assert all(

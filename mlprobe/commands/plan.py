@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         except KeyError:
             from ..recipes import load_recipes
 
-            ids = ", ".join(r["id"] for r in load_recipes())
+            ids = ", ".join(r.id for r in load_recipes())
             raise MlprobeError(
                 f"no recipe called {args.why_not!r}",
                 why=f"known recipes: {ids}",

@@ -8,12 +8,13 @@ they read in mlprobe.plan.context; this module evaluates whole recipes, picking 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from . import predicates, predicates_hw  # noqa: F401  (importing them registers the named tests)
 from .conditions import TESTS, Effects, Outcome, evaluate, fmt, lookup, resolve
 from ..model.context import RulesContext
 from ..model.knowledge import Knowledge, Row, version
+from ..model.recipe import Recipe
 from .context import derive
 from .predicates import arch_coverage, cuda_ceiling, plaidml_opencl_id
 
@@ -64,9 +65,9 @@ class Verdict:
 # --------------------------------------------------------------------------- recipes
 
 
-def evaluate_recipe(recipe: Dict[str, Any], ctx: RulesContext, kb: Knowledge) -> Verdict:
-    rid = recipe["id"]
-    base = evaluate(Row(recipe.get("conditions") or {"all": []}), ctx, kb)
+def evaluate_recipe(recipe: Recipe, ctx: RulesContext, kb: Knowledge) -> Verdict:
+    rid = recipe.id
+    base = evaluate(recipe.conditions, ctx, kb)
     reasons, warnings = list(base.reasons), list(base.warnings)
     unknown_notes = list(base.unknown)
     effects = base.effects.copy()
@@ -74,14 +75,13 @@ def evaluate_recipe(recipe: Dict[str, Any], ctx: RulesContext, kb: Knowledge) ->
     variants: List[Variant] = []
     newer_rejected = False
     value = base.value
-    spec = Row(recipe.get("variants"))
+    spec = recipe.variants
     if spec:
-        rows = kb.at(str(spec.get("table")))
-        conditions = Row(spec.get("conditions") or {"all": []})
-        tried = [(r, evaluate(conditions, ctx, kb, r)) for r in rows]
-        label = spec.text("label", "{row.index}") or ""
+        rows = kb.at(spec.table)
+        tried = [(r, evaluate(spec.conditions, ctx, kb, r)) for r in rows]
+        label = spec.label if spec.label is not None else "{row.index}"
         variants = [Variant(fmt(label, ctx, r), o.value, o.reasons, o.unknown) for r, o in tried]
-        pick = _pick_row(tried, spec.string("group_by"))
+        pick = _pick_row(tried, spec.group_by)
         if base.value is False:
             pass  # the recipe is out already; the rows' reasons stay in `variants` for --why-not
         elif pick is None:
@@ -94,14 +94,14 @@ def evaluate_recipe(recipe: Dict[str, Any], ctx: RulesContext, kb: Knowledge) ->
             effects.update(o.effects)
             if o.value is None and value is True:
                 value = None
-            key = spec.text("version_key", "torch") or "torch"
+            key = spec.version_key or "torch"
             newer_rejected = any(
                 rv.value is False and r2.text(key, "") != row.text(key, "") for r2, rv in tried[:i]
             )
-    for w in Row(recipe).rows("warn_if"):
-        o = evaluate(w.row("when"), ctx, kb, row)
+    for w in recipe.warn_if:
+        o = evaluate(w.when, ctx, kb, row)
         if o.value:
-            warnings.append(fmt(str(w.get("text")), ctx, row))
+            warnings.append(fmt(w.text, ctx, row))
     fits = value is not False
     return Verdict(
         rid,
