@@ -24,7 +24,7 @@ from .. import __version__
 from ..model.contract import from_json
 from ..model.facts import ScanReport
 from ..model.report import (REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, DoctorSection, PlanSection,
-                            Redactions, ReportEnvelope, VerifySection)
+                            ReportEnvelope, VerifySection)
 from ..scan.capture import Host, SPECS
 from .patterns import mode_for, protected_values, text_of
 from .redact import Redactor
@@ -115,7 +115,7 @@ def assemble(
     return ReportEnvelope(
         report_version=REPORT_VERSION, kind=REPORT_KIND, mlprobe_version=__version__,
         generated_at=now or utc_now(),
-        redactions=from_json(Redactions, redactor.summary(), "redactions"),  # counted after every replacement
+        redactions=redactor.summary(),  # counted after every replacement
         scan=ScanReport.from_json(scan_doc), plan=PlanSection.from_json(plan_doc),
         verify=VerifySection.from_json(verify_doc) if verify_doc is not None else None,
         doctor=DoctorSection.from_json(doctor_doc) if doctor_doc is not None else None,

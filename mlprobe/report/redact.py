@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
+from ..model.report import RedactionCount, Redactions
 from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
@@ -271,26 +272,21 @@ class Redactor:
         self._occurrences[kind] += 1
         return shaped(self._map[k], kind, original)
 
-    def summary(self) -> Dict[str, Any]:
+    def summary(self) -> Redactions:
+        """What was replaced, by kind, counted after every replacement (the report's `redactions`)."""
         if not self.enabled:
-            return {
-                "enabled": False,
-                "note": "NOT REDACTED (--no-redact): this report may hold host and user names, "
-                "paths, addresses, serial numbers and secrets; do not post it publicly",
-            }
-        per_kind: Dict[str, Dict[str, int]] = {}
+            return Redactions(enabled=False, note="NOT REDACTED (--no-redact): this report may hold host and user "
+                              "names, paths, addresses, serial numbers and secrets; do not post it publicly")
+        values: Dict[str, int] = {}
         for kind, _key in self._map:
-            per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["values"] += 1
-        for kind, n in self._occurrences.items():
-            per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["occurrences"] = n
-        ordered = {k: per_kind[k] for k in KINDS if k in per_kind}
-        return {
-            "enabled": True,
-            "kinds": ordered,
-            "total": sum(v["occurrences"] for v in ordered.values()),
-            "note": "the same value has the same placeholder throughout this report; "
-            "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()),
-        }
+            values[kind] = values.get(kind, 0) + 1
+        seen = set(values) | set(self._occurrences)
+        ordered = {k: RedactionCount(values=values.get(k, 0), occurrences=self._occurrences.get(k, 0))
+                   for k in KINDS if k in seen}
+        return Redactions(
+            enabled=True, kinds=ordered, total=sum(v.occurrences for v in ordered.values()),
+            note="the same value has the same placeholder throughout this report; "
+            "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()))
 
     # -- protection --------------------------------------------------------------------------
     def _protected_name(self, low: str) -> bool:
