@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
 from .errors import error_text
 from .model.facts import Facts, ScanReport
-from .model.plan import Plan
 from .scan.capture import BundleError, Host
 from .scan.run import scan
 
-if TYPE_CHECKING:  # the report and doctor modules load only for the commands that use them
+if TYPE_CHECKING:  # the plan, report and doctor modules load only for the commands that use them
     from .model.doctor import DoctorResult
+    from .model.plan import Plan
     from .model.report import DoctorSection, PlanSection, ReportEnvelope, VerifySection
     from .report.diff import Side
     from .report.envelope import ReportOptions

@@ -42,10 +42,11 @@ class Row:
     recipe's condition. `get` gives the raw JSON value (an `object` the caller narrows); the typed
     readers give what a row's author meant (`text` is the value as text, as the sentences print it)."""
 
-    __slots__ = ("doc",)
+    __slots__ = ("doc", "_kids")
 
     def __init__(self, doc: object = None) -> None:
-        self.doc: Mapping[str, object] = doc if isinstance(doc, Mapping) else {}
+        self.doc: Mapping[str, object] = doc if type(doc) is dict or isinstance(doc, Mapping) else {}
+        self._kids: Optional[Dict[str, Tuple["Row", ...]]] = None  # rows(key), made once (conditions are read often)
 
     def __contains__(self, key: str) -> bool:
         return key in self.doc
@@ -95,12 +96,25 @@ class Row:
 
     def row(self, key: str) -> "Row":
         """An object inside this one; an empty Row when it is missing or not an object."""
-        return Row(self.doc.get(key))
+        kids = self._kids
+        if kids is None:
+            kids = self._kids = {}
+        found = kids.get("\0" + key)  # kept beside rows(key), under a key no JSON key starts with
+        if found is None:
+            found = kids["\0" + key] = (Row(self.doc.get(key)),)
+        return found[0]
 
     def rows(self, key: str) -> Tuple["Row", ...]:
         """A list of objects inside this one (its other items left out); () when it is not a list."""
-        v = self.doc.get(key)
-        return tuple(Row(x) for x in v if isinstance(x, Mapping)) if isinstance(v, list) else ()
+        kids = self._kids
+        if kids is None:
+            kids = self._kids = {}
+        found = kids.get(key)
+        if found is None:
+            v = self.doc.get(key)
+            found = kids[key] = tuple(Row(x) for x in v if type(x) is dict or isinstance(x, Mapping)) \
+                if isinstance(v, list) else ()
+        return found
 
 
 class Knowledge:

@@ -5,7 +5,6 @@ this machine, and the commands a person pastes, each word quoted for its shell. 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import shell
@@ -18,32 +17,40 @@ from .conditions import Effects, evaluate, resolve
 from .rules import Verdict
 
 
-@dataclass(frozen=True)
 class IndexBase:
     """Where one wheel index of knowledge/indexes.json lives: its URL (None when this mlprobe's
     knowledge lacks it and nobody named a mirror), whether that is a mirror, the placeholder the
     commands show without a URL, and the variable that names a mirror."""
 
-    url: Optional[str]
-    mirror: bool
-    placeholder: str
-    env: Optional[str]
+    __slots__ = ("url", "mirror", "placeholder", "env")
+
+    def __init__(self, url: Optional[str], mirror: bool, placeholder: str, env: Optional[str]) -> None:
+        self.url = url
+        self.mirror = mirror
+        self.placeholder = placeholder
+        self.env = env
 
 
-@dataclass(frozen=True)
 class InstallDetails:
     """What installing a fitting recipe takes on this machine."""
 
-    index: Optional[str]
-    index_url: Optional[str]
-    extra_index_urls: Tuple[str, ...]
-    version: Optional[str]
-    packages: Tuple[str, ...]
-    env: Mapping[str, str]
-    files: Tuple[ConfigFile, ...]
-    steps: Tuple[ShimStep, ...]
-    commands: Tuple[str, ...]
-    verify: VerifyTarget
+    __slots__ = ("index", "index_url", "extra_index_urls", "version", "packages", "env", "files", "steps",
+                 "commands", "verify")
+
+    def __init__(self, index: Optional[str], index_url: Optional[str], extra_index_urls: Tuple[str, ...],
+                 version: Optional[str], packages: Tuple[str, ...], env: Mapping[str, str],
+                 files: Tuple[ConfigFile, ...], steps: Tuple[ShimStep, ...], commands: Tuple[str, ...],
+                 verify: VerifyTarget) -> None:
+        self.index = index
+        self.index_url = index_url
+        self.extra_index_urls = extra_index_urls
+        self.version = version
+        self.packages = packages
+        self.env = env
+        self.files = files
+        self.steps = steps
+        self.commands = commands
+        self.verify = verify
 
 
 def index_bases(kb: Knowledge, index_urls: Optional[Mapping[str, str]], env: Mapping[str, str]) -> Dict[str, IndexBase]:

@@ -16,7 +16,6 @@ are sentence templates: `{a.b}` reads the facts, `{row.x}` the knowledge-table r
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,30 +29,41 @@ from ..model.knowledge import Knowledge, Row, version
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
-@dataclass
 class Effects:
     """What a condition that fits adds to the install: environment variables, the device it chose and
     how (`{effects.device_id}` in a recipe reads them), and hints for the ranking. None: not said."""
 
-    env: Optional[Dict[str, str]] = None
-    device_name: Optional[str] = None
-    device_id: Optional[str] = None
-    integrated: Optional[bool] = None
-    unofficial: Optional[bool] = None
-    experimental: Optional[bool] = None
-    speed: Optional[int] = None  # overrides the recipe's speed tier
-    hsa_override: Optional[str] = None
-    amd_device_extra: Optional[str] = None
+    __slots__ = ("env", "device_name", "device_id", "integrated", "unofficial", "experimental", "speed",
+                 "hsa_override", "amd_device_extra")
+
+    def __init__(self, env: Optional[Dict[str, str]] = None, device_name: Optional[str] = None,
+                 device_id: Optional[str] = None, integrated: Optional[bool] = None,
+                 unofficial: Optional[bool] = None, experimental: Optional[bool] = None,
+                 speed: Optional[int] = None,  # overrides the recipe's speed tier
+                 hsa_override: Optional[str] = None, amd_device_extra: Optional[str] = None) -> None:
+        self.env = env
+        self.device_name = device_name
+        self.device_id = device_id
+        self.integrated = integrated
+        self.unofficial = unofficial
+        self.experimental = experimental
+        self.speed = speed
+        self.hsa_override = hsa_override
+        self.amd_device_extra = amd_device_extra
 
     def update(self, other: "Effects") -> None:
         """What `other` says wins over what this one said."""
-        for f in dataclasses.fields(other):
-            value = getattr(other, f.name)
+        for name in Effects.__slots__:
+            value = getattr(other, name)
             if value is not None:
-                setattr(self, f.name, value)
+                setattr(self, name, value)
 
     def copy(self) -> "Effects":
-        return dataclasses.replace(self, env=dict(self.env) if self.env is not None else None)
+        out = Effects()
+        out.update(self)
+        if self.env is not None:
+            out.env = dict(self.env)
+        return out
 
 
 @dataclass
@@ -84,10 +94,12 @@ def lookup(ctx: object, path: str, row: Optional[Row] = None, effects: Optional[
     else:
         cur = ctx
     for p in parts:
-        if isinstance(cur, (Row, Mapping)):
+        if isinstance(cur, (Row, dict)):
             cur = cur.get(p)
-        elif dataclasses.is_dataclass(cur) and p in cur.__dataclass_fields__:
-            cur = getattr(cur, p)
+        elif p in getattr(type(cur), "__slots__", ()) or p in getattr(cur, "__dataclass_fields__", ()):
+            cur = getattr(cur, p)  # a field of a context view, of the effects, of a scan record (OsFacts)
+        elif isinstance(cur, Mapping):
+            cur = cur.get(p)
         else:
             return None
         if cur is None:

@@ -142,7 +142,7 @@ def wsl_amd_rocm(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     kind, ev = dc.wsl
     if kind is None or not dc.gpus("amd"):
         return []
-    ctx = replace(dc.rules_ctx, os=replace(dc.rules_ctx.os, wsl=True))
+    ctx = dc.rules_ctx.but(os=replace(dc.rules_ctx.os, wsl=True))
     out = evaluate(Row({"test": "rocm_wsl_ok"}), ctx, knowledge())
     gpu_ev = _gfx_evidence(dc, next((g.get("gfx_target") for g in dc.gpus("amd") if g.get("gfx_target")), None))
     wsl_line = "amdgpu-install -y --usecase=wsl,rocm --no-dkms  # inside WSL, with AMD's Adrenalin driver on Windows"
