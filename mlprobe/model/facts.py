@@ -346,11 +346,16 @@ class Runtimes(_ToDict):
     def merged(self, other: "Runtimes") -> "Runtimes":
         """Each runtime of this one, with what `other` adds to it (see Runtime.merged)."""
         changes: Dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if theirs is not None:
-                changes[f.name] = theirs if mine is None else mine.merged(theirs)
+        for name in _RUNTIME_NAMES:
+            theirs = getattr(other, name)
+            if theirs is None:
+                continue  # most probes add no runtime
+            mine = getattr(self, name)
+            changes[name] = theirs if mine is None else mine.merged(theirs)
         return dataclasses.replace(self, **changes) if changes else self
+
+
+_RUNTIME_NAMES = tuple(f.name for f in dataclasses.fields(Runtimes))
 
 
 @contract

@@ -30,40 +30,107 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
 class Effects:
-    """What a condition that fits adds to the install: environment variables, the device it chose and
-    how (`{effects.device_id}` in a recipe reads them), and hints for the ranking. None: not said."""
+    """What a condition that fits adds to the install: environment variables (`env`), the device it
+    chose and how (`device_name`, `device_id`, `integrated`, `experimental`; `{effects.device_id}` in a
+    recipe reads them), and hints for the ranking (`speed` overrides the recipe's tier, `unofficial`,
+    `hsa_override`, `amd_device_extra`). A later condition's word on a name wins (`update`). Kept as
+    one small map behind typed properties: outcomes are made and merged by the thousand per plan."""
 
-    __slots__ = ("env", "device_name", "device_id", "integrated", "unofficial", "experimental", "speed",
-                 "hsa_override", "amd_device_extra")
+    __slots__ = ("said",)
+    NAMES = ("env", "device_name", "device_id", "integrated", "unofficial", "experimental", "speed",
+             "hsa_override", "amd_device_extra")
 
     def __init__(self, env: Optional[Dict[str, str]] = None, device_name: Optional[str] = None,
                  device_id: Optional[str] = None, integrated: Optional[bool] = None,
                  unofficial: Optional[bool] = None, experimental: Optional[bool] = None,
-                 speed: Optional[int] = None,  # overrides the recipe's speed tier
-                 hsa_override: Optional[str] = None, amd_device_extra: Optional[str] = None) -> None:
-        self.env = env
-        self.device_name = device_name
-        self.device_id = device_id
-        self.integrated = integrated
-        self.unofficial = unofficial
-        self.experimental = experimental
-        self.speed = speed
-        self.hsa_override = hsa_override
-        self.amd_device_extra = amd_device_extra
+                 speed: Optional[int] = None, hsa_override: Optional[str] = None,
+                 amd_device_extra: Optional[str] = None) -> None:
+        self.said: Dict[str, object] = {}
+        for name, value in (("env", env), ("device_name", device_name), ("device_id", device_id),
+                            ("integrated", integrated), ("unofficial", unofficial),
+                            ("experimental", experimental), ("speed", speed), ("hsa_override", hsa_override),
+                            ("amd_device_extra", amd_device_extra)):
+            if value is not None:
+                self.said[name] = value
+
+    def get(self, name: str) -> object:
+        return self.said.get(name)
 
     def update(self, other: "Effects") -> None:
-        """What `other` says wins over what this one said."""
-        for name in Effects.__slots__:
-            value = getattr(other, name)
-            if value is not None:
-                setattr(self, name, value)
+        """What `other` said wins over what this one said."""
+        if other.said:
+            self.said.update(other.said)
 
     def copy(self) -> "Effects":
         out = Effects()
-        out.update(self)
-        if self.env is not None:
-            out.env = dict(self.env)
+        out.said = {k: dict(v) if k == "env" and isinstance(v, dict) else v for k, v in self.said.items()}
         return out
+
+    @property
+    def env(self) -> Optional[Dict[str, str]]:
+        v = self.said.get("env")
+        return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else None
+
+    @env.setter
+    def env(self, value: Optional[Dict[str, str]]) -> None:
+        self.said["env"] = value
+
+    def _text(self, name: str) -> Optional[str]:
+        v = self.said.get(name)
+        return None if v is None else str(v)
+
+    def _flag(self, name: str) -> Optional[bool]:
+        v = self.said.get(name)
+        return None if v is None else bool(v)
+
+    @property
+    def device_name(self) -> Optional[str]:
+        return self._text("device_name")
+
+    @property
+    def device_id(self) -> Optional[str]:
+        return self._text("device_id")
+
+    @property
+    def integrated(self) -> Optional[bool]:
+        return self._flag("integrated")
+
+    @integrated.setter
+    def integrated(self, value: Optional[bool]) -> None:
+        self.said["integrated"] = value
+
+    @property
+    def unofficial(self) -> Optional[bool]:
+        return self._flag("unofficial")
+
+    @unofficial.setter
+    def unofficial(self, value: Optional[bool]) -> None:
+        self.said["unofficial"] = value
+
+    @property
+    def experimental(self) -> Optional[bool]:
+        return self._flag("experimental")
+
+    @property
+    def speed(self) -> Optional[int]:
+        v = self.said.get("speed")
+        return v if isinstance(v, int) else None
+
+    @property
+    def hsa_override(self) -> Optional[str]:
+        return self._text("hsa_override")
+
+    @hsa_override.setter
+    def hsa_override(self, value: Optional[str]) -> None:
+        self.said["hsa_override"] = value
+
+    @property
+    def amd_device_extra(self) -> Optional[str]:
+        return self._text("amd_device_extra")
+
+    @amd_device_extra.setter
+    def amd_device_extra(self, value: Optional[str]) -> None:
+        self.said["amd_device_extra"] = value
 
 
 @dataclass
@@ -94,7 +161,7 @@ def lookup(ctx: object, path: str, row: Optional[Row] = None, effects: Optional[
     else:
         cur = ctx
     for p in parts:
-        if isinstance(cur, (Row, dict)):
+        if isinstance(cur, (Row, dict, Effects)):
             cur = cur.get(p)
         elif p in getattr(type(cur), "__slots__", ()) or p in getattr(cur, "__dataclass_fields__", ()):
             cur = getattr(cur, p)  # a field of a context view, of the effects, of a scan record (OsFacts)
@@ -196,30 +263,35 @@ def cc_tuple(text: str) -> Tuple[int, int]:
 
 
 def evaluate(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row] = None) -> Outcome:
-    if "all" in cond:
+    doc = cond.doc  # the condition's own JSON object: read directly here, the hottest loop of a plan
+    if "all" in doc:
         parts = []
         for c in cond.rows("all"):
             parts.append(evaluate(c, ctx, kb, row))
-            if parts[-1].value is False and c.get("stop"):
+            if parts[-1].value is False and c.doc.get("stop"):
                 break  # a gate: what follows would only repeat the same "no" in other words
         return _all(parts)
-    because, unknown = cond.string("because"), cond.string("unknown")
-    if "any" in cond:
+    if "fact" in doc and not ("any" in doc or "not" in doc or "test" in doc):
+        return _leaf(cond, ctx, row)  # the common leaf first; the order below is the language's
+    because, unknown = doc.get("because"), doc.get("unknown")
+    because = because if isinstance(because, str) else None
+    unknown = unknown if isinstance(unknown, str) else None
+    if "any" in doc:
         out = _any([evaluate(c, ctx, kb, row) for c in cond.rows("any")])
         if out.value is False and because:
             out.reasons = [fmt(because, ctx, row)]
         if out.value is None and unknown is not None:
             out.unknown = [fmt(unknown, ctx, row)]
         return out
-    if "not" in cond:
+    if "not" in doc:
         inner = evaluate(cond.row("not"), ctx, kb, row)
         if inner.value is None:
             return Outcome(None, unknown=[fmt(unknown or str(because), ctx, row)])
         if inner.value:
             return Outcome(False, reasons=[fmt(str(because), ctx, row)])
         return Outcome(True)
-    if "test" in cond:
-        name = str(cond.get("test"))
+    if "test" in doc:
+        name = str(doc.get("test"))
         fn = TESTS.get(name)
         if fn is None:
             raise KeyError(f"unknown test {name!r}")
@@ -228,9 +300,9 @@ def evaluate(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row] = N
             detail = "; ".join(out.reasons)
             out.reasons = [fmt(because, ctx, row, values={"detail": detail, **out.vars})]
         return out
-    if "fact" in cond:
+    if "fact" in doc:
         return _leaf(cond, ctx, row)
-    raise KeyError(f"not a condition: {sorted(cond.keys())}")
+    raise KeyError(f"not a condition: {sorted(doc)}")
 
 
 def _all(parts: Sequence[Outcome]) -> Outcome:
@@ -262,12 +334,13 @@ _OPS = ("equals", "in", "contains", "gte", "lte", "gt", "lt", "specifier", "trut
 
 
 def _leaf(cond: Row, ctx: RulesContext, row: Optional[Row]) -> Outcome:
-    path = str(cond.get("fact"))
+    doc = cond.doc
+    path = str(doc.get("fact"))
     value = lookup(ctx, path, row)
-    op = next((o for o in _OPS if o in cond), None)
+    op = next((o for o in _OPS if o in doc), None)
     if op is None:
         raise KeyError(f"condition on {path} has no operator")
-    operand = resolve(cond.get(op), ctx, row)
+    operand = resolve(doc.get(op), ctx, row)
     if value is None or (op == "specifier" and version(value) is None):
         text = cond.string("unknown")
         if text is None:
