@@ -395,6 +395,6 @@ def test_torch_npu_python_range_is_the_wheels_not_the_table(reports: Dict[str, D
     variants = explain_variants(Facts.from_report(_ascend_on(reports, "arm64")), "torch-npu", python="3.12")
     assert why_not(Plan.from_json(plan), "torch-npu")["verdict"] == "rejected"
     row = next(v for v in variants if v.label.startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
-    assert row.reasons == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
+    assert list(row.reasons) == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
     assert any(r["recipe"] == "torch-npu" for r in make_plan(_ascend_on(reports, "arm64"),
                                                              python="3.11")["recommended"])

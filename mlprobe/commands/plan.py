@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
             exit_code=EXIT_USAGE,
         )
     from .. import pipeline
+    from ..model.contract import to_json
     from ..plan.planner import explain_variants, why_not
 
     host = make_host(args)
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
-        doc["variants"] = [dataclasses.asdict(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
+        doc["variants"] = [to_json(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
         doc["target"] = plan.to_json()["target"]
         if args.json:
             print_json(doc)

@@ -14,7 +14,7 @@ import dataclasses
 from collections import abc
 import sys
 import typing
-from typing import Any, Dict, List, Mapping, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Tuple, Type, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -32,15 +32,46 @@ KEYS_FIELD = "keys"
 
 
 class Record:
-    """Base of the contract types: equality, hash, repr and immutability over the dataclass fields,
-    written once here. Declared with `@contract` (below), a contract is a dataclass that compiles only
-    its own __init__ when it is defined; `@dataclass(frozen=True)` compiled five more functions per
-    class (__eq__, __hash__, __repr__, __setattr__, __delattr__), and with some forty contracts that
+    """Base of the contract types: construction, equality, hash, repr and immutability over the
+    dataclass fields, written once here. Declared with `@contract` (below), a contract is a dataclass
+    that compiles no function when it is defined; `@dataclass(frozen=True)` compiled six per class
+    (__init__, __eq__, __hash__, __repr__, __setattr__, __delattr__), and with some sixty contracts that
     was most of what importing the model cost on every command. A field is set once, by __init__;
     assigning or deleting it afterwards raises dataclasses.FrozenInstanceError, as for a frozen
     dataclass."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The fields by position or name, in declaration order; a missing one takes its default. One
+        __init__ for every contract (type checkers see each contract's own signature through
+        dataclass_transform): a dataclass compiles an __init__ per class when the class is defined,
+        three quarters of what defining one costs, and assigns each field through __setattr__."""
+        cls = type(self)
+        spec = _INITS.get(cls)
+        if spec is None:
+            spec = _init_spec(cls)
+        names, known, defaults, factories = spec
+        if kwargs and not kwargs.keys() <= known:
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument "
+                            f"{sorted(kwargs.keys() - known)[0]!r}")
+        nargs = len(args)
+        if nargs > len(names):
+            raise TypeError(f"{cls.__name__}() takes {len(names)} positional arguments but {nargs} were given")
+        d = self.__dict__
+        for i, n in enumerate(names):
+            if i < nargs:
+                if n in kwargs:
+                    raise TypeError(f"{cls.__name__}() got multiple values for argument {n!r}")
+                d[n] = args[i]
+            elif n in kwargs:
+                d[n] = kwargs[n]
+            elif n in defaults:
+                d[n] = defaults[n]
+            elif n in factories:
+                d[n] = factories[n]()
+            else:
+                raise TypeError(f"{cls.__name__}() missing required argument: {n!r}")
 
     def _compared(self) -> Tuple[Any, ...]:
         names = _COMPARED.get(type(self))
@@ -72,6 +103,22 @@ class Record:
 
 
 _COMPARED: Dict[type, Tuple[str, ...]] = {}
+_InitSpec = Tuple[Tuple[str, ...], FrozenSet[str], Dict[str, Any], Dict[str, Callable[[], Any]]]
+_INITS: Dict[type, _InitSpec] = {}
+
+
+def _init_spec(cls: type) -> _InitSpec:
+    names: List[str] = []
+    defaults: Dict[str, Any] = {}
+    factories: Dict[str, Callable[[], Any]] = {}
+    for f in dataclasses.fields(cls):
+        names.append(f.name)
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            factories[f.name] = f.default_factory
+    spec = _INITS[cls] = (tuple(names), frozenset(names), defaults, factories)
+    return spec
 
 if typing.TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -87,8 +134,9 @@ C = TypeVar("C", bound=type)
 
 @dataclass_transform(frozen_default=True, eq_default=True)
 def contract(cls: C) -> C:
-    """`@contract class X(Record): ...`: a dataclass whose fields are set once (see Record)."""
-    return dataclasses.dataclass(eq=False, repr=False)(cls)  # type: ignore[return-value]
+    """`@contract class X(Record): ...`: a dataclass whose fields are set once (see Record), made
+    without compiling a method of its own."""
+    return dataclasses.dataclass(eq=False, repr=False, init=False)(cls)  # type: ignore[return-value]
 
 
 class ContractError(ValueError):

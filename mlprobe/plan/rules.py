@@ -13,6 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 from . import predicates, predicates_hw  # noqa: F401  (importing them registers the named tests)
 from .conditions import TESTS, Effects, Outcome, evaluate, fmt, lookup, resolve
 from ..model.context import RulesContext
+from ..model.contract import contract, Record
 from ..model.knowledge import Knowledge, Row, version
 from ..model.recipe import Recipe
 from .context import derive
@@ -38,15 +39,15 @@ __all__ = [
 ]
 
 
-@dataclass
-class Variant:
+@contract
+class Variant(Record):
     """One knowledge row a recipe tried (a torch release x wheel index): its label, whether it fits,
     and why not (`plan --why-not`)."""
 
     label: str
     fits: Optional[bool]
-    reasons: List[str]
-    unknown: List[str]
+    reasons: Tuple[str, ...]
+    unknown: Tuple[str, ...]
 
 
 @dataclass
@@ -80,7 +81,7 @@ def evaluate_recipe(recipe: Recipe, ctx: RulesContext, kb: Knowledge) -> Verdict
         rows = kb.at(spec.table)
         tried = [(r, evaluate(spec.conditions, ctx, kb, r)) for r in rows]
         label = spec.label if spec.label is not None else "{row.index}"
-        variants = [Variant(fmt(label, ctx, r), o.value, o.reasons, o.unknown) for r, o in tried]
+        variants = [Variant(fmt(label, ctx, r), o.value, tuple(o.reasons), tuple(o.unknown)) for r, o in tried]
         pick = _pick_row(tried, spec.group_by)
         if base.value is False:
             pass  # the recipe is out already; the rows' reasons stay in `variants` for --why-not
