@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Set, Tuple
 
 from mlprobe.scan.host import ReplayHost
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -193,21 +193,20 @@ def test_a_lock_made_for_another_machine_uses_this_machines_device(tmp_path: Pat
     from mlprobe.pipeline import plan, scan_report
     from mlprobe.scan.host import ReplayHost
 
-    def entry(bundle: Path) -> Dict[str, object]:
-        doc = plan(scan_report(ReplayHost(bundle)), framework="keras", env={})
-        return next(r for r in doc["recommended"] if r["recipe"] == "plaidml-keras")
+    def entry(bundle: Path) -> Recommendation:
+        return next(r for r in plan(scan_report(ReplayHost(bundle)), framework="keras", env={}).recommended
+                    if r.recipe == "plaidml-keras")
 
-    made_for = entry(H200)
-    assert made_for["device"] == "opencl_nvidia_nvidia_h200.0"
-    rec = Recommendation.from_json(made_for)
+    rec = entry(H200)
+    assert rec.device == "opencl_nvidia_nvidia_h200.0"
 
     class Args:
         replay = str(ROOT / "fixtures" / "linux-intel-hd-graphics-haswell-intel-sdk-clinfo")
 
     here = _device_of_this_machine(rec, Args())  # type: ignore[arg-type]
     other = entry(Path(Args.replay))
-    assert here.device == other["device"] != rec.device
-    assert here.env["PLAIDML_DEVICE_IDS"] == other["device"] and here.verify.device == other["device"]
+    assert here.device == other.device != rec.device
+    assert here.env["PLAIDML_DEVICE_IDS"] == other.device and here.verify.device == other.device
     assert here.packages == rec.packages
     assert any("the lock was made for NVIDIA H200" in n for n in here.notes)
-    assert _device_of_this_machine(Recommendation.from_json(other), Args()).device == other["device"]  # type: ignore[arg-type]
+    assert _device_of_this_machine(other, Args()) is other  # type: ignore[arg-type]

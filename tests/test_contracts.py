@@ -152,7 +152,7 @@ REPORT_BUNDLES = ["linux-nvidia-h200-mlprobe-capture", "synthetic-linux-nvidia-s
 @pytest.mark.parametrize("bundle", REPORT_BUNDLES)
 def test_a_report_reads_into_the_types_and_writes_back_unchanged(bundle: str, redact: bool) -> None:
     from mlprobe.model.report import ReportEnvelope
-    from mlprobe.pipeline import build_report
+    from tests.report_doc import build_report
     from mlprobe.report.envelope import ReportOptions, report_schema
     from mlprobe.scan.host import ReplayHost
 

@@ -107,7 +107,7 @@ def test_a_model_the_table_does_not_know_stays_unknown(model: str) -> None:
 
 
 def test_every_row_is_settled_and_sourced() -> None:
-    doc = KB["cpu_families"]
+    doc = KB.table("cpu_families").doc
     for r in doc["families"]:
         assert isinstance(r["avx"], bool) and isinstance(r["avx2"], bool) and not (r["avx2"] and not r["avx"])
         assert r["source"] in doc["source_key"]

@@ -3,14 +3,18 @@ plan's per-architecture truth (cpu_archs.json through the arch_has_build conditi
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.model import knowledge as kb
 from mlprobe.scan.capture import decode
+from mlprobe.model.context import RulesContext
+from mlprobe.model.facts import CpuFacts, Facts
+from mlprobe.model.knowledge import Row
 from mlprobe.plan.conditions import evaluate
+from mlprobe.plan.context import derive
 from mlprobe.errors import ParseError
 from mlprobe.scan.host import ReplayHost
 from mlprobe.plan.planner import make_plan
@@ -113,14 +117,14 @@ def test_arm_summary_says_what_is_missing() -> None:
 # --------------------------------------------------------------------------- the plan per architecture
 
 
-def _ctx(arch: Any) -> Dict[str, Any]:
-    return {"cpu": {"arch": arch}}
+def _ctx(arch: Any) -> RulesContext:
+    return derive(Facts(cpu=CpuFacts(arch=arch)), knowledge())
 
 
 @pytest.mark.parametrize("arch", ["ppc64le", "s390x", "riscv64", "loongarch64", "armv7l", "sparc64", "mips"])
 @pytest.mark.parametrize("framework", ["torch", "tensorflow"])
 def test_stock_wheels_are_rejected_with_a_reason_in_words(arch: str, framework: str) -> None:
-    out = evaluate({"test": "arch_has_build", "framework": framework}, _ctx(arch), knowledge())
+    out = evaluate(Row({"test": "arch_has_build", "framework": framework}), _ctx(arch), knowledge())
     assert out.value is False
     assert len(out.reasons) == 1 and arch in out.reasons[0] and "source" in out.reasons[0]
 
@@ -128,11 +132,11 @@ def test_stock_wheels_are_rejected_with_a_reason_in_words(arch: str, framework: 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
 def test_x86_and_arm64_have_wheels(arch: str) -> None:
     for fw in ("torch", "tensorflow"):
-        assert evaluate({"test": "arch_has_build", "framework": fw}, _ctx(arch), knowledge()).value is True
+        assert evaluate(Row({"test": "arch_has_build", "framework": fw}), _ctx(arch), knowledge()).value is True
 
 
 def test_unknown_arch_is_unknown_not_a_no() -> None:
-    out = evaluate({"test": "arch_has_build", "framework": "torch"}, _ctx(None), knowledge())
+    out = evaluate(Row({"test": "arch_has_build", "framework": "torch"}), _ctx(None), knowledge())
     assert out.value is None and out.unknown
 
 
@@ -177,7 +181,7 @@ def test_riscv_isa_and_port_detection_take_any_text(text: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.none(), st.text(max_size=20)), st.sampled_from(["torch", "tensorflow", "keras"]))
 def test_arch_has_build_never_crashes(arch: Any, framework: str) -> None:
-    out = evaluate({"test": "arch_has_build", "framework": framework}, _ctx(arch), knowledge())
+    out = evaluate(Row({"test": "arch_has_build", "framework": framework}), _ctx(arch), knowledge())
     assert out.value in (True, False, None)
     if out.value is False:
         assert out.reasons and all(r.strip() for r in out.reasons)

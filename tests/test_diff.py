@@ -13,7 +13,7 @@ from mlprobe.cli import main
 from mlprobe.scan.host import ReplayHost
 from mlprobe.pipeline import diff_side as load_side
 from mlprobe.report.diff import DiffInputError, Side, diff_document, diff_sides, render_table
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 from mlprobe.scan.run import facts_to_report, scan
 

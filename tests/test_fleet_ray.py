@@ -63,7 +63,7 @@ def by_bundle(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 
 def test_four_nodes_each_with_its_own_facts(cluster: LocalRayCluster) -> None:
     from mlprobe.scan.host import LiveHost
-    from mlprobe.pipeline import build_report
+    from tests.report_doc import build_report
 
     proc = fleet_scan(cluster.address, 120)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -9,7 +9,10 @@ from typing import Any, Dict, List
 import pytest
 
 from mlprobe.errors import ParseError
-from mlprobe.plan.context import derive_facts
+from mlprobe.model.context import RulesContext
+from mlprobe.model.facts import Facts
+from mlprobe.model.knowledge import Row
+from mlprobe.plan.context import derive
 from mlprobe.plan.planner import make_plan
 from mlprobe.probes import intel, nvidia as nv, windows
 from mlprobe.probes.os_ import real_macos_version
@@ -27,17 +30,21 @@ def _plan(folder: str, framework: str = "torch") -> Dict[str, Any]:
     return make_plan(report, framework=framework)
 
 
-def _ctx(gpus: List[Dict[str, Any]], driver: str, kernel: Any = None, system: Any = "Linux") -> Dict[str, Any]:
+def derive_facts(report: Dict[str, Any], kb: Any) -> RulesContext:
+    return derive(Facts.from_report(report), kb)
+
+
+def _ctx(gpus: List[Dict[str, Any]], driver: str, kernel: Any = None, system: Any = "Linux") -> RulesContext:
     report = {"os": {"system": system}, "cpu": {"arch": "x86_64"},
               "gpus": [dict(g, vendor="nvidia", sources=["nvidia"]) for g in gpus],
               "runtimes": {"cuda": {"driver_version": driver, "version": None, "kernel_module": kernel}}}
     return derive_facts(report, KB)
 
 
-def _run(test_name: str, ctx: Dict[str, Any]) -> Any:
+def _run(test_name: str, ctx: RulesContext) -> Any:
     from mlprobe.plan.conditions import TESTS
 
-    return TESTS[test_name]({"test": test_name}, ctx, KB, None)
+    return TESTS[test_name](Row({"test": test_name}), ctx, KB, None)
 
 
 # -- driver branches ---------------------------------------------------------------------------------
@@ -117,14 +124,15 @@ def test_an_uncovered_card_is_told_which_series_cover_it() -> None:
 
 def test_wsl2_smi_version_differs_from_the_driver() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "linux-wsl2-nvidia-rtx3060-laptop-smi-version-differs"))
-    assert out.runtimes["cuda"]["smi_version"] == "545.46"
+    assert out.runtimes.cuda is not None and out.runtimes.cuda.smi_version == "545.46"
     assert out.os is not None and out.os.wsl is True
     assert any("this is WSL2" in w for w in out.warnings)
 
 
 def test_native_smi_versions_agree() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi-kmd-version-610"))
-    assert "smi_version" not in out.runtimes["cuda"] and not any("WSL2" in w for w in out.warnings)
+    assert out.runtimes.cuda is not None and not out.runtimes.cuda.written("smi_version")
+    assert not any("WSL2" in w for w in out.warnings)
 
 
 @pytest.mark.parametrize("prefix, cc", [("NVIDIA GeForce RTX 5070", "12.0"), ("NVIDIA GeForce RTX 3060", "8.6"),
@@ -209,10 +217,10 @@ def test_ipex_is_a_retired_path_never_a_recommendation() -> None:
 def test_a_gpu_the_windows_probe_judged_gets_no_directml_fallback() -> None:
     report = {"os": {"system": "Windows", "windows_build": 7601}, "cpu": {"arch": "x86_64"},
               "gpus": [{"vendor": "amd", "name": "AMD Radeon HD 6310 Graphics", "apis": [], "sources": ["windows"]}]}
-    assert derive_facts(report, KB)["directml"]["count"] == 0
+    assert derive_facts(report, KB).directml.count == 0
     report["gpus"][0]["sources"] = ["nvidia"]  # a source that cannot judge DirectX: the fallback stays
     report["gpus"][0]["vendor"] = "nvidia"
-    assert derive_facts(report, KB)["directml"]["count"] == 1
+    assert derive_facts(report, KB).directml.count == 1
 
 
 def test_directml_says_it_is_no_longer_developed_and_names_successors() -> None:
@@ -268,7 +276,7 @@ def test_the_rtx_pro_6000_blackwell_table_cut_inside_a_word_is_sm_120() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "linux-nvidia-rtx-pro-6000-blackwell-open-kernel-module-smi"))
     (g,) = out.gpus
     assert (g.name, g.compute_capability, g.architecture) == ("NVIDIA RTX PRO 6000 Blac", "12.0", "Blackwell")
-    assert out.runtimes["cuda"]["kernel_module"] == "open"
+    assert out.runtimes.cuda is not None and out.runtimes.cuda.kernel_module == "open"
 
 
 def test_uname_after_a_pasted_prompt_line_and_proc_nvidia_version_say_linux(tmp_path: Path) -> None:
@@ -287,13 +295,13 @@ def test_uname_after_a_pasted_prompt_line_and_proc_nvidia_version_say_linux(tmp_
 
 def test_a_tcc_gpu_is_cuda_only_and_gets_no_directml() -> None:
     out = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi"))
-    assert out.runtimes["cuda"]["tcc_gpus"] == ["503c:00:00.0"]
+    assert out.runtimes.cuda is not None and out.runtimes.cuda.tcc_gpus == ("503c:00:00.0",)
     assert any("driver model TCC" in n for n in out.gpus[0].notes)
     plan = _plan("windows-nvidia-tesla-t4-tcc-azure-stack-edge-smi")
     assert plan["top"]["torch"] == "torch-cpu"
     assert "torch-directml" not in [e["recipe"] for e in plan["recommended"]]
     wddm = nv.probe(ReplayHost(FIXTURES / "windows-nvidia-rtx2080super-smi"))
-    assert "tcc_gpus" not in wddm.runtimes["cuda"]
+    assert wddm.runtimes.cuda is not None and not wddm.runtimes.cuda.written("tcc_gpus")
 
 
 # -- torch-xpu in WSL2 -----------------------------------------------------------------------------------
@@ -302,9 +310,10 @@ def test_a_tcc_gpu_is_cuda_only_and_gets_no_directml() -> None:
 def _xpu_wsl(distro_id: Any, distro_version: Any, wsl: Any = True) -> Any:
     from mlprobe.plan.conditions import TESTS
 
-    ctx = {"os": {"system": "Linux", "wsl": wsl, "distro_id": distro_id, "distro_version": distro_version}}
-    cond = {"test": "wsl_distro_validated", "table": "torch_wheels", "key": "xpu_wsl_distros",
-            "what": "PyTorch's XPU build"}
+    ctx = derive_facts({"os": {"system": "Linux", "wsl": wsl, "distro_id": distro_id,
+                               "distro_version": distro_version}}, KB)
+    cond = Row({"test": "wsl_distro_validated", "table": "torch_wheels", "key": "xpu_wsl_distros",
+                "what": "PyTorch's XPU build"})
     return TESTS["wsl_distro_validated"](cond, ctx, KB, None)
 
 
@@ -336,13 +345,14 @@ def test_directml_rejection_names_the_windows_build() -> None:
 def test_directml_rejection_names_a_gpu_without_a_directx_12_feature_level() -> None:
     from mlprobe.plan.predicates import _directml_missing
 
-    ctx = {"os": {"system": "Windows", "wsl": False, "windows_build": 19045},
-           "gpus": [{"vendor": "nvidia", "name": "NVIDIA GeForce GT 620", "apis": [], "sources": ["windows"]},
-                    {"vendor": "amd", "name": None, "apis": [], "sources": ["windows"]}]}
+    ctx = derive_facts({"os": {"system": "Windows", "wsl": False, "windows_build": 19045},
+                        "gpus": [{"vendor": "nvidia", "name": "NVIDIA GeForce GT 620", "apis": [],
+                                  "sources": ["windows"]},
+                                 {"vendor": "amd", "name": None, "apis": [], "sources": ["windows"]}]}, KB)
     reasons = _directml_missing(ctx, KB)
     assert "NVIDIA GeForce GT 620 has no DirectX 12 feature level (12_x)" in reasons[0]
     assert "Basic Display driver" in reasons[1]
-    assert "not on Darwin" in _directml_missing({"os": {"system": "Darwin"}, "gpus": []}, KB)[0]
+    assert "not on Darwin" in _directml_missing(derive_facts({"os": {"system": "Darwin"}, "gpus": []}, KB), KB)[0]
 
 
 def test_r580_ends_in_june_2028_for_data_center_cards_and_october_2028_for_geforce() -> None:
@@ -353,8 +363,8 @@ def test_r580_ends_in_june_2028_for_data_center_cards_and_october_2028_for_gefor
     assert "security updates until October 2028" in geforce.warnings[0]
     quadro = _run("nvidia_driver_branch", _ctx([{"name": "Quadro P4000", "compute_capability": "6.1"}], "580.95.05"))
     assert "October 2028" in quadro.warnings[0]
-    rows = KB["nvidia_gpus"]["driver_branches"]
-    assert all(r["datacenter_until"] == "2028-06" and r["datacenter_source"] == "N-DC-620" for r in rows)
+    rows = KB.rows("nvidia_gpus", "driver_branches")
+    assert all(r.get("datacenter_until") == "2028-06" and r.get("datacenter_source") == "N-DC-620" for r in rows)
 
 
 def test_torch_rocm_on_windows_names_amds_wheels_where_amd_lists_the_target() -> None:

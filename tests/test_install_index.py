@@ -24,6 +24,7 @@ from mlprobe.install.index import (
     target_for_interpreter,
     target_from_report,
 )
+from mlprobe.model.facts import Facts
 from tests.pep503_server import IndexConfig, LocalIndex, build_wheel, free_port_url, sample_wheels
 
 REAL_PAGE = Path("/opt/pypi/simple/numpy/index.html")  # a real PEP 503 page where this machine has one
@@ -145,13 +146,14 @@ def test_other_python_version_tags() -> None:
 def test_target_from_replayed_report() -> None:
     report = {"python": {"version": "3.12.3", "platform_tags": ["cp312-cp312-manylinux_2_39_x86_64"],
                          "machine": "x86_64"}, "os": {"system": "Linux", "glibc": "2.39"}}
-    t = target_from_report(report)
+    t = target_from_report(Facts.from_report(report))
     assert t is not None
     assert "cp312-cp312-manylinux_2_17_x86_64" in t.tags and "cp312-cp312-manylinux2014_x86_64" in t.tags
     assert "cp312-cp312-linux_x86_64" in t.tags
-    win = target_from_report({"python": {"version": "3.10.11", "machine": "AMD64"}, "os": {"system": "Windows"}})
+    win = target_from_report(Facts.from_report({"python": {"version": "3.10.11", "machine": "AMD64"},
+                                                "os": {"system": "Windows"}}))
     assert win is not None and win.tags[0] == "cp310-cp310-win_amd64"
-    assert target_from_report({"python": {}}) is None
+    assert target_from_report(Facts.from_report({"python": {}})) is None
 
 
 # ---------------------------------------------------------------- parsers ---------------------

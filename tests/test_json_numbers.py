@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 from mlprobe.cli import main
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 from mlprobe.scan.host import ReplayHost
 

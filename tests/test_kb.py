@@ -36,7 +36,7 @@ def test_newest_cuda(driver: Optional[str], column: str, infer: bool, cuda: Opti
 
 
 def test_the_probe_and_the_rules_read_the_same_table() -> None:
-    assert nvhw.knowledge() is knowledge()["nvidia_gpus"] is kb.table("nvidia_gpus")
+    assert nvhw.knowledge() is knowledge().table("nvidia_gpus").doc is kb.table("nvidia_gpus")
     for driver in ("525.60.13", "560.35.03", "580.95.05", "595.58.03"):
         assert nvhw.cuda_for_driver(driver, "Linux") == kb.newest_cuda(TOOLKIT, driver, "linux")
 

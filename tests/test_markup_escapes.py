@@ -37,7 +37,7 @@ def assert_inert(out: str) -> None:
 
 
 def hostile_fleet(tmp_path: Path) -> Dict[str, Any]:
-    from mlprobe.pipeline import build_report
+    from tests.report_doc import build_report
     from mlprobe.report.envelope import ReportOptions
     from mlprobe.scan.host import ReplayHost
 

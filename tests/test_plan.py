@@ -14,6 +14,8 @@ from typing import Any, Dict
 import pytest
 
 from mlprobe.scan.host import LiveHost, ReplayHost
+from mlprobe.model.facts import Facts
+from mlprobe.model.plan import Plan
 from mlprobe.plan.planner import make_plan, why_not
 from mlprobe.recipes import load_recipes
 from mlprobe.scan.run import facts_to_report, scan
@@ -205,7 +207,7 @@ def test_retired_paths_are_answered_with_their_successor(reports: Dict[str, Dict
     plan = make_plan(reports["linux-arm64-jetson-movidius-myriadx-lsusb"])
     ncs = next(r for r in plan["retired"] if r["recipe"] == "movidius-ncsdk-caffe")
     assert ncs["relevant"] and "OpenVINO" in ncs["successor"]
-    doc = why_not(plan, "neon")
+    doc = why_not(Plan.from_json(plan), "neon")
     assert doc["verdict"] == "retired" and "oneDNN" in doc["successor"]
     kaveri = make_plan(reports["linux-amd-a10-7850k-kaveri-apu-amd-app-sdk-clinfo"])
     sycl = next(r for r in kaveri["retired"] if r["recipe"] == "tensorflow-sycl-opencl")
@@ -315,7 +317,7 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
 
     from mlprobe.recipes import knowledge
 
-    bases = {r["id"]: r["url"] for r in knowledge()["indexes"]["indexes"]}
+    bases = {r.get("id"): r.get("url") for r in knowledge().rows("indexes", "indexes")}
     with_index = 0
     for folder in ALL_FIXTURES:
         plan = json.loads(json.dumps(make_plan(_report(folder), framework="torch")))
@@ -324,7 +326,7 @@ def test_plan_torch_on_every_fixture_carries_real_index_urls(monkeypatch: pytest
             assert "<" not in text and ">" not in text.replace(">=", ""), (folder.name, text)
             if e["index"]:
                 with_index += 1
-                base = bases[find_recipe(e["recipe"])["install"]["index"]["id"]]
+                base = bases[find_recipe(e["recipe"]).install.index.id]
                 assert e["index_url"] == f"{base}/{e['index']}", (folder.name, e)
                 assert any(f"--index-url {e['index_url']}" in c for c in e["commands"]), e["commands"]
         assert not any("pytorch-index" in w for w in plan["warnings"]), plan["warnings"]
@@ -390,9 +392,9 @@ def test_torch_npu_python_range_is_the_wheels_not_the_table(reports: Dict[str, D
     plan = make_plan(_ascend_on(reports, "arm64"), python="3.12")
     assert "torch-npu" not in [r["recipe"] for r in plan["recommended"]]
     from mlprobe.plan.planner import explain_variants
-    variants = explain_variants(_ascend_on(reports, "arm64"), "torch-npu", python="3.12")
-    assert why_not(plan, "torch-npu")["verdict"] == "rejected"
-    row = next(v for v in variants if v["label"].startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
-    assert row["reasons"] == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
+    variants = explain_variants(Facts.from_report(_ascend_on(reports, "arm64")), "torch-npu", python="3.12")
+    assert why_not(Plan.from_json(plan), "torch-npu")["verdict"] == "rejected"
+    row = next(v for v in variants if v.label.startswith("torch 2.8.0 + torch-npu 2.8.0 (CANN 8.3)"))
+    assert list(row.reasons) == ["torch-npu 2.8.0 has wheels for Python >=3.9,<3.12, not 3.12"]
     assert any(r["recipe"] == "torch-npu" for r in make_plan(_ascend_on(reports, "arm64"),
                                                              python="3.11")["recommended"])

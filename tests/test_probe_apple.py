@@ -78,13 +78,13 @@ def test_apple_silicon_gpu() -> None:
     assert (facts.vendor, facts.integrated, facts.cores, facts.pci_vendor_id) == ("apple", True, 16, "0x106b")
     assert facts.memory_bytes is None  # unified memory, no VRAM line
     assert facts.metal_support == "Metal GPUFamily Apple 7" and facts.apis == ("metal",)
-    assert apple.metal_runtime([gpu]) == {"support": "Metal GPUFamily Apple 7", "apple_gpu": True,
+    assert apple.metal_runtime([gpu]).to_dict() == {"support": "Metal GPUFamily Apple 7", "apple_gpu": True,
                                           "gpu": "Apple M1 Pro"}
 
 
 def test_metal_runtime_of_an_intel_mac_has_no_apple_gpu() -> None:
     runtime = apple.metal_runtime(parse_system_profiler_text(_text(DUAL)))
-    assert runtime is not None and runtime["apple_gpu"] is False
+    assert runtime is not None and runtime.apple_gpu is False
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -174,7 +174,7 @@ def test_probe_prefers_json_and_falls_back_to_text() -> None:
     broken = apple.probe(DictHost({"system_profiler-SPDisplaysDataType.json": "{oops",
                                    "system_profiler-SPDisplaysDataType.txt": text}))
     assert [g.name for g in broken.gpus] == ["Apple M1 Pro"] and broken.status == "ok"
-    assert broken.runtimes["metal"]["apple_gpu"] is True
+    assert broken.runtimes.metal.apple_gpu is True
 
 
 def test_probe_status() -> None:

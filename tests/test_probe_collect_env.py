@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
+from mlprobe.model.facts import Runtimes
 from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import collect_env as ce
 
@@ -67,8 +68,9 @@ def test_linux_cuda_h100() -> None:
     assert fws["torchvision"].version == "0.24.0" and fws["torchaudio"].version == "2.9.0"
     assert "triton" not in fws and "numpy" not in fws
     rt = ce.runtimes_from_env(env, "Linux")
-    assert rt["cuda"] == {"driver_version": "570.172.08", "version": "12.8", "toolkit_version": "13.0.88"}
-    assert "rocm" not in rt
+    assert rt.cuda is not None
+    assert rt.cuda.to_dict() == {"driver_version": "570.172.08", "version": "12.8", "toolkit_version": "13.0.88"}
+    assert rt.rocm is None
     os_facts = ce.os_from_env(env)
     assert os_facts is not None and (os_facts.system, os_facts.distro, os_facts.glibc, os_facts.wsl) == (
         "Linux",
@@ -92,9 +94,9 @@ def test_wsl2_rocm() -> None:
     )
     torch = ce.frameworks_from_env(env)[0]
     assert (torch.version, torch.flavour) == ("2.1.2+rocm6.1.3", "rocm6.1.3")
-    assert ce.runtimes_from_env(env, "Linux") == {
-        "rocm": {"hip_version": "6.1.40093", "miopen_version": "3.1.0"}
-    }
+    rt = ce.runtimes_from_env(env, "Linux")
+    assert rt.cuda is None and rt.rocm is not None
+    assert rt.rocm.to_dict() == {"hip_version": "6.1.40093", "miopen_version": "3.1.0"}
     os_facts = ce.os_from_env(env)
     assert (
         os_facts is not None
@@ -138,7 +140,7 @@ def test_unknowns_are_null() -> None:
         "cuDNN version: No CUDA\nHIP runtime version: N/A\n"
     )
     env = ce.parse_collect_env(text)
-    assert ce.gpus_from_env(env) == [] and ce.runtimes_from_env(env, "Windows") == {}
+    assert ce.gpus_from_env(env) == [] and ce.runtimes_from_env(env, "Windows") == Runtimes()
     torch = ce.frameworks_from_env(env)[0]
     assert (torch.version, torch.flavour, torch.cuda) == ("2.3.1+cpu", "cpu", None)
 

@@ -473,7 +473,7 @@ def test_probe_merges_outputs_and_derives_facts() -> None:
         False,
     )
     assert g.pci_device_id == "0x1e81" and g.apis == ("cuda",) and g.sources == ("nvidia",)
-    assert out.runtimes["cuda"] == {"driver_version": "610.57.04", "version": "13.3"}
+    assert out.runtimes.cuda.to_dict() == {"driver_version": "610.57.04", "version": "13.3"}
 
 
 def test_probe_csv_compute_cap_wins_and_table_gives_cuda() -> None:
@@ -484,7 +484,7 @@ def test_probe_csv_compute_cap_wins_and_table_gives_cuda() -> None:
         "Ada Lovelace",
         46068 * 1024 * 1024,
     )
-    assert out.runtimes["cuda"]["version"] == "13.2"
+    assert out.runtimes.cuda.version == "13.2"
 
 
 def test_probe_mig_counts_instances_not_gpus() -> None:
@@ -508,7 +508,7 @@ def test_probe_kernel_module_only(tmp_path: Path) -> None:
     out = nv.probe(ReplayHost(tmp_path))
     assert out.status == "ok" and out.gpus == []
     # the open kernel module's line: its flavour is kept (Blackwell needs it; knowledge kernel_modules)
-    assert out.runtimes["cuda"] == {"driver_version": "575.57.08", "version": "12.9", "kernel_module": "open"}
+    assert out.runtimes.cuda.to_dict() == {"driver_version": "575.57.08", "version": "12.9", "kernel_module": "open"}
 
 
 def test_probe_garbage_is_an_error(tmp_path: Path) -> None:

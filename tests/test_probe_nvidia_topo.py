@@ -94,7 +94,7 @@ def test_dgx1_hybrid_cube_mesh_links() -> None:
     assert [(link.peer, link.code) for link in g0.links] == [
         (1, "NV1"), (2, "NV1"), (3, "NV2"), (4, "NV2"), (5, "SYS"), (6, "SYS"), (7, "SYS")]
     facts = summary_facts(topo)
-    assert (facts["gpu_pairs"], facts["nvlink_pairs"]) == (28, 16)
+    assert (facts.gpu_pairs, facts.nvlink_pairs) == (28, 16)
 
 
 @pytest.mark.parametrize("code,expected", [
@@ -238,13 +238,13 @@ def test_probe_attaches_the_row_to_the_gpu() -> None:
     out = _probe({"nvidia-smi-query.csv": CSV, TOPO: read("linux-nvidia-h200-live-khronos-icd")})
     (g,) = out.gpus
     assert g.name == "NVIDIA H200" and g.topology is not None and g.topology.cpu_affinity == "0-15"
-    assert out.runtimes["cuda"]["topology"]["summary"] == "1 GPU, no peer (CPUs 0-15, NUMA node 0)"
+    assert out.runtimes.cuda.topology.summary == "1 GPU, no peer (CPUs 0-15, NUMA node 0)"
     assert out.warnings == []
 
 
 def test_probe_without_the_capture_is_unchanged() -> None:
     out = _probe({"nvidia-smi-query.csv": CSV})
-    assert out.gpus[0].topology is None and "topology" not in out.runtimes["cuda"]
+    assert out.gpus[0].topology is None and not out.runtimes.cuda.written("topology")
 
 
 def test_probe_notes_a_failed_capture_and_a_count_mismatch() -> None:
@@ -260,7 +260,7 @@ def test_probe_with_only_the_matrix_lists_nameless_gpus() -> None:
     assert [(g.vendor, g.name, g.topology.index if g.topology else None) for g in out.gpus] == \
         [("nvidia", None, 0), ("nvidia", None, 1)]
     assert out.status == "ok"
-    assert out.runtimes["cuda"]["driver_version"] is None
+    assert out.runtimes.cuda.driver_version is None
 
 
 def test_live_probe_asks_for_the_matrix_only_where_nvidia_smi_lists_gpus() -> None:

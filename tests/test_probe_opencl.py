@@ -77,7 +77,7 @@ def test_pocl_json_has_duplicate_keys_and_still_parses_like_the_text() -> None:
 def test_pocl_probe_finds_the_runtime_but_no_gpu() -> None:
     c = opencl.probe(ReplayHost(FIXTURES / POCL))
     assert c.status == "ok" and c.gpus == []
-    assert [p["name"] for p in c.runtimes["opencl"]["platforms"]] == ["Portable Computing Language"]
+    assert [p.name for p in c.runtimes.opencl.platforms] == ["Portable Computing Language"]
 
 
 # -- libmali + PoCL (aarch64) --------------------------------------------------------------------

@@ -128,8 +128,8 @@ def test_hsa_override_shows_hardware_and_runtime_targets() -> None:
     assert (g.gfx_target, g.runtime_gfx_target, g.architecture) == ("gfx1031", "gfx1030", "RDNA2")
     assert g.notes and "gfx1031" in g.notes[0] and "gfx1030" in g.notes[0]
     assert any("gfx1031" in w and "gfx1030" in w for w in c.warnings)
-    assert c.runtimes["rocm"]["override_in_effect"] is True
-    assert c.runtimes["rocm"]["hsa_override_gfx_version"] is None  # no host.json in this bundle
+    assert c.runtimes.rocm.override_in_effect is True
+    assert c.runtimes.rocm.hsa_override_gfx_version is None  # no host.json in this bundle
     # with the environment known, the note names the value
     (g2,) = _gpus(folder, env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})
     assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in g2.notes[0]
@@ -143,7 +143,7 @@ def test_native_targets_raise_no_override() -> None:
         if "override" in folder:
             continue
         c = rocm.probe(ReplayHost(FIXTURES / folder))
-        assert c.runtimes["rocm"]["override_in_effect"] is False
+        assert c.runtimes.rocm.override_in_effect is False
         assert not any("HSA_OVERRIDE" in w for w in c.warnings)
         assert all(g.notes == () for g in c.gpus)
 
@@ -213,13 +213,13 @@ def test_kfd_topology_alone_gives_hardware_targets() -> None:
     assert got == [("gfx1100", "gfx1100", "0x744c", "0000:03:00.0", 96, ("rocm",)),
                    ("gfx1031", "gfx1031", "0x73df", "0001:0b:00.0", 40, ("rocm",))]
     assert c.gpus[0].uuid == "GPU-a1ffc9d1799c317f"
-    assert c.runtimes["rocm"]["version"] == "6.2.4" and c.runtimes["rocm"]["override_in_effect"] is False
+    assert c.runtimes.rocm.version == "6.2.4" and c.runtimes.rocm.override_in_effect is False
 
 
 def test_override_with_kfd_only_is_in_effect_where_it_differs() -> None:
     c = rocm.probe(DictHost({"kfd-topology.txt": KFD}, env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}))
-    rt = c.runtimes["rocm"]
-    assert rt["hsa_override_gfx_version"] == "10.3.0" and rt["override_in_effect"] is True
+    rt = c.runtimes.rocm
+    assert rt.hsa_override_gfx_version == "10.3.0" and rt.override_in_effect is True
     assert [(g.gfx_target, g.runtime_gfx_target) for g in c.gpus] == [("gfx1100", "gfx1030"), ("gfx1031", "gfx1030")]
     assert c.gpus[0].apis == ()  # KFD alone: the kernel driver, not proof of ROCm user space
     bad = rocm.probe(DictHost({"kfd-topology.txt": KFD}, env={"HSA_OVERRIDE_GFX_VERSION": "gfx1030x"}))
@@ -282,12 +282,12 @@ def test_rocm_version_file() -> None:
     with pytest.raises(ParseError):
         rocm.parse_rocm_version("\x00\x01")
     c = rocm.probe(DictHost({"rocm-version.txt": "6.3.1-48\n"}))
-    assert c.status == "ok" and c.gpus == [] and c.runtimes["rocm"]["version"] == "6.3.1"
+    assert c.status == "ok" and c.gpus == [] and c.runtimes.rocm.version == "6.3.1"
 
 
 def test_nothing_rocm_is_absent_not_an_error() -> None:
     c = rocm.probe(DictHost({}))
-    assert c.status == "absent" and c.gpus == [] and "rocm" not in c.runtimes
+    assert c.status == "absent" and c.gpus == [] and c.runtimes.rocm is None
     broken = rocm.probe(DictHost({"rocminfo.txt": "Segmentation fault (core dumped)\n"}))
     assert broken.status == "error" and "rocminfo" in (broken.error or "")
 

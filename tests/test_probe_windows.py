@@ -284,8 +284,8 @@ def test_wsl_dxg(tmp_path: Path) -> None:
     )
     (tmp_path / "rocminfo.txt").write_text("")
     out = win.probe(ReplayHost(tmp_path))
-    dml = out.runtimes["directml"]
-    assert dml["wsl"] is True and dml["d3d12"] and dml["dxcore"] and dml["cuda"]
+    dml = out.runtimes.directml
+    assert dml.wsl is True and dml.d3d12 and dml.dxcore and dml.cuda
     assert out.gpus == [] and out.os is None
 
 
@@ -294,9 +294,9 @@ def test_probe_on_dxdiag_bundles(folder: str) -> None:
     out = win.probe(ReplayHost(FIX / folder))
     assert out.status == "ok" and out.gpus and out.os is not None and out.cpu is not None
     if any("directml" in g.apis for g in out.gpus):
-        assert out.runtimes["directml"]["windows_build"] == out.os.windows_build
+        assert out.runtimes.directml.windows_build == out.os.windows_build
     else:  # an old Windows or an old-DirectX GPU: no DirectML runtime claimed
-        assert "directml" not in out.runtimes
+        assert out.runtimes.directml is None
     assert all(g.sources == ("windows",) for g in out.gpus)
 
 

@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from mlprobe.install.backends import Sources, pip_env
 from mlprobe.install.resolve import (Resolution, ResolvedDist, classify_failure, dry_run, dry_run_argv,
                                      own_python_check)
-from mlprobe.recipes import knowledge, load_recipes
+from mlprobe.recipes import RECIPES_DIR, SCHEMA_FILE, knowledge
 
 pytestmark = [pytest.mark.slow, pytest.mark.registry]
 
@@ -78,6 +78,12 @@ def _as_list(v: Any) -> List[str]:
 Case = Tuple[str, str, Tuple[str, ...], str, str, str]  # recipe, row label, packages, os, arch, python
 
 
+def _recipe_docs() -> List[Dict[str, Any]]:
+    """The recipe files as their JSON documents (their templates are what this test fills)."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(RECIPES_DIR.glob("*.json"))
+            if p.name != SCHEMA_FILE.name]
+
+
 def _needs_another_index(recipe: Dict[str, Any], arch: str) -> bool:
     """Whether one of the recipe's extra indexes applies on this architecture (its `when` names
     cpu.arch, or it has none: always)."""
@@ -102,14 +108,14 @@ def _python_field(recipe: Dict[str, Any]) -> str:
 
 def _table_cases() -> Iterable[Case]:
     kb = knowledge()
-    for r in load_recipes():
+    for r in _recipe_docs():
         inst = r.get("install") or {}
         variants = r.get("variants") or {}
         if r.get("status") == "retired" or not inst.get("packages") or not variants.get("table"):
             continue
         stem, key = variants["table"].split(".", 1)
         templates = inst.get("pinned_packages") or inst["packages"]
-        for row in (kb.get(stem) or {}).get(key, []):
+        for row in kb.table(stem).doc.get(key, []):
             if row.get("index"):
                 continue  # PyTorch's own index: see the module docstring
             packages = tuple(_fill(t, row) for t in templates)
@@ -129,14 +135,14 @@ def _table_cases() -> Iterable[Case]:
 def _fixed_cases() -> Iterable[Case]:
     """Recipes without a variant table: their packages, with the rows that say where they run."""
     kb = knowledge()
-    recipes = {r["id"]: r for r in load_recipes()}
-    for row in (kb.get("directml") or {}).get("packages", []):
+    recipes = {r["id"]: r for r in _recipe_docs()}
+    for row in kb.table("directml").doc.get("packages", []):
         recipe = "torch-directml" if row["package"] == "torch-directml" else "tensorflow-directml-plugin"
         packages = tuple(recipes[recipe]["install"]["packages"])
         for arch in _as_list(row.get("arch")):
             for py in _pythons(row.get("python")):
                 yield recipe, f"{row['package']} {row['version']}", packages, "Windows", arch, py
-    for row in (kb.get("plaidml") or {}).get("release", []):
+    for row in kb.table("plaidml").doc.get("release", []):
         packages = tuple(recipes["plaidml-keras"]["install"]["packages"])
         for os_name in _as_list(row.get("os")):
             for arch in _as_list(row.get("wheel_arch")):

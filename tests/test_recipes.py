@@ -3,10 +3,11 @@ every knowledge row carries a source that its file explains, and every reference
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
 import jsonschema
 import pytest
@@ -23,6 +24,8 @@ from mlprobe.recipes import (
     load_recipes,
     recipe_schema,
 )
+from mlprobe.model.context import View
+from mlprobe.model.facts import JetsonInfo
 from mlprobe.model.vocabulary import vocabulary
 
 from .conftest import FIXTURES
@@ -123,7 +126,7 @@ def test_recipe_references_resolve(path: Path) -> None:
             assert len(cond["because"]) > 12, f"say why in a sentence: {cond}"
     spec = doc.get("variants")
     if spec:
-        table = rules.table_rows(kb, spec["table"])
+        table = kb.at(spec["table"])
         assert table, f"{spec['table']} is empty"
         keys = set().union(*(r.keys() for r in table))
         text = json.dumps(spec) + json.dumps(doc.get("install")) + json.dumps(doc.get("warn_if", []))
@@ -134,16 +137,16 @@ def test_recipe_references_resolve(path: Path) -> None:
 def test_ids_and_aliases_are_unique() -> None:
     seen: Dict[str, str] = {}
     for r in load_recipes():
-        for name in [r["id"]] + r.get("aliases", []):
-            assert name not in seen, f"{name} names both {seen[name]} and {r['id']}"
-            seen[name] = r["id"]
-    assert find_recipe("neon")["id"] == "intel-nervana-neon"
-    assert find_recipe("NCSDK")["id"] == "movidius-ncsdk-caffe"
-    assert find_recipe("tensorflow-opencl")["id"] == "tensorflow-sycl-opencl"
+        for name in [r.id, *r.aliases]:
+            assert name not in seen, f"{name} names both {seen[name]} and {r.id}"
+            seen[name] = r.id
+    assert find_recipe("neon").id == "intel-nervana-neon"
+    assert find_recipe("NCSDK").id == "movidius-ncsdk-caffe"
+    assert find_recipe("tensorflow-opencl").id == "tensorflow-sycl-opencl"
 
 
 def test_catalog_covers_the_issue() -> None:
-    ids = {r["id"] for r in load_recipes()}
+    ids = {r.id for r in load_recipes()}
     assert {
         "torch-cuda",
         "torch-rocm",
@@ -160,7 +163,7 @@ def test_catalog_covers_the_issue() -> None:
         "intel-nervana-neon",
         "movidius-ncsdk-caffe",
     } <= ids
-    statuses = {r["id"]: r["status"] for r in load_recipes()}
+    statuses = {r.id: r.status for r in load_recipes()}
     assert statuses["tensorflow-directml-plugin"] == "paused"
     assert statuses["plaidml-keras"] == "unmaintained"
     assert all(
@@ -267,20 +270,45 @@ def test_the_shipped_recipes_pass_the_load_check() -> None:
         check_recipe(json.loads(path.read_text(encoding="utf-8")), path.name)
 
 
-def test_every_fact_of_the_vocabulary_is_in_a_derived_context() -> None:
-    """The registry's fact list and the rules context agree, both ways, with the declared types."""
-    from mlprobe.plan.context import derive_facts
+def names(obj: Any) -> List[str]:
+    """The fields of a rules-context view or a facts record (none for anything else)."""
+    if isinstance(obj, View):
+        return list(obj.fields())
+    return [f.name for f in dataclasses.fields(obj)] if dataclasses.is_dataclass(obj) else []
 
-    types = {"str": str, "int": int, "bool": bool, "list": list, "dict": dict}
+
+def _context_paths(ctx: Any) -> Dict[str, Any]:
+    """Every `group.field` path of a rules context (and the whole-group ones), with its value."""
+
+    out: Dict[str, Any] = {}
+    for name in names(ctx):
+        value = getattr(ctx, name)
+        out[name] = value
+        for sub in names(value):
+            out[f"{name}.{sub}"] = getattr(value, sub)
+    return out
+
+
+def test_every_fact_of_the_vocabulary_is_in_a_derived_context() -> None:
+    """Every fact the registry lists is a path of the typed rules context, of the declared type, and
+    every field of the context's own views is in the registry (the scan's records, `os` and the
+    GPUs, reach the context whole: test_rules_context.py)."""
+    from mlprobe.model.facts import Facts
+    from mlprobe.plan.context import derive
+    from tests.golden_cases import expected
+
+    types = {"str": (str,), "int": (int,), "bool": (bool,), "list": (tuple, list), "dict": (Mapping,)}
     voc = vocabulary()
     for folder in [FIXTURES / "linux-nvidia-h200-mlprobe-capture", FIXTURES / "darwin-apple-m4-max-sysctl"]:
-        from tests.golden_cases import expected
-
-        ctx = derive_facts(expected("scan", folder.name)["output"], knowledge())
-        paths = {f"{k}.{k2}" for k, v in ctx.items() if isinstance(v, dict) and k != "frameworks" for k2 in v}
-        paths |= {k for k, v in ctx.items() if not isinstance(v, dict) or k == "frameworks"}
-        assert paths == set(voc.facts), paths ^ set(voc.facts)
+        ctx = derive(Facts.from_report(expected("scan", folder.name)["output"]), knowledge())
+        paths = _context_paths(ctx)
+        missing = set(voc.facts) - set(paths)
+        assert not missing, missing
+        views = {p for p in paths if "." in p and not p.startswith("os.")}
+        assert views <= set(voc.facts) | {"jetson." + f.name for f in dataclasses.fields(JetsonInfo)}, \
+            views - set(voc.facts)
         for path, typ in voc.facts.items():
-            head, _, tail = path.partition(".")
-            value = ctx[head][tail] if tail else ctx[head]
-            assert value is None and typ.endswith("?") or isinstance(value, types[typ.rstrip("?")]), (path, value)
+            value = paths[path]
+            wanted = types[typ.rstrip("?")]
+            assert value is None and typ.endswith("?") or isinstance(value, wanted) \
+                or typ.startswith("dict") and bool(names(value)), (path, value)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.scan.capture import SPECS
+from mlprobe.model.contract import to_json
 from mlprobe.report.patterns import is_secret_name, looks_secret, mode_for, protected_values, text_of
 from mlprobe.report.redact import Redactor
 
@@ -144,7 +145,7 @@ def test_same_value_same_placeholder_and_counts() -> None:
     assert out.count("<host-1>") == 2 and "<host-2>" not in out
     assert out.count("GPU-00000000-0000-0000-0000-000000000001") == 2
     assert "<ip-1>" in out and "<ip-2>" in out
-    summary = r.summary()
+    summary = to_json(r.summary())
     assert summary["enabled"] is True
     assert summary["kinds"]["user"] == {"values": 1, "occurrences": 2}
     assert summary["kinds"]["ip"] == {"values": 2, "occurrences": 2}
@@ -295,7 +296,7 @@ def test_disabled_redactor_changes_nothing() -> None:
     assert r.redact_obj({"uuid": "GPU-1c2d3e4f-5a6b-7c8d-9e0f-a1b2c3d4e5f6"}) == {
         "uuid": "GPU-1c2d3e4f-5a6b-7c8d-9e0f-a1b2c3d4e5f6"
     }
-    assert r.summary()["enabled"] is False and "NOT REDACTED" in r.summary()["note"]
+    assert r.summary().enabled is False and "NOT REDACTED" in r.summary().note
 
 
 # -- the synthetic bundles -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape as xml_escape
 import pytest
 
 from mlprobe.scan.host import ReplayHost
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 from mlprobe.report.markdown import render_markdown
 

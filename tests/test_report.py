@@ -18,7 +18,7 @@ import pytest
 from mlprobe import __version__
 from mlprobe.cli import main
 from mlprobe.scan.host import LiveHost, ReplayHost
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report, verify_doc
 from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, collect_bundle, report_schema
 from mlprobe.report.markdown import render_markdown
 from mlprobe.scan.run import facts_to_report, scan
@@ -182,7 +182,7 @@ def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> Non
     def boom(report: Dict[str, Any], framework: str = "any", **kwargs: Any) -> Dict[str, Any]:
         raise RuntimeError("planner exploded")
 
-    monkeypatch.setattr(plan_mod, "make_plan", boom)
+    monkeypatch.setattr(plan_mod, "build_plan", boom)
     doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
     assert doc["plan"]["available"] is False and "planner exploded" in doc["plan"]["note"]
     assert any("planner exploded" in n for n in doc["notes"])
@@ -204,20 +204,11 @@ def test_verify_results_are_included_and_redacted(monkeypatch: pytest.MonkeyPatc
     import mlprobe.verify.runner as runner
 
     home = str(Path.home())
-    fake = {
-        "schema": "mlprobe.verify/1",
-        "python": {"executable": f"{home}/venv/bin/python"},
-        "results": [
-            {
-                "framework": "torch",
-                "device": "cpu",
-                "kind": "cpu",
-                "verdict": "works",
-                "speedup_vs_best_cpu": 1.0,
-            }
-        ],
-        "summary": [f"torch in {home}/venv works"],
-    }
+    base = verify_doc()
+    result = dict(base["results"][0], framework="torch", device="cpu", kind="cpu", verdict="works",
+                  speedup_vs_best_cpu=1.0)
+    fake = verify_doc(python=dict(base["python"], executable=f"{home}/venv/bin/python"), results=[result],
+                      summary=[f"torch in {home}/venv works"])
     monkeypatch.setattr(runner, "run_verify", lambda: fake)
     doc = build_report(LiveHost(), ReportOptions(verify=True))
     assert doc["verify"]["results"][0]["verdict"] == "works"

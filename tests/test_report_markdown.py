@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mlprobe.scan.host import ReplayHost
-from mlprobe.pipeline import build_report
+from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks, render_markdown
 

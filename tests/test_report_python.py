@@ -21,8 +21,10 @@ def test_report_python_verifies_that_interpreter(tmp_path: Path, monkeypatch: py
 
     def fake(python: Any = None, **_k: Any) -> Dict[str, Any]:
         seen["python"] = python
-        return {"python": {"executable": python, "version": "3.11.7"}, "results": [], "exit_code": 3,
-                "summary": ["no framework is importable in this interpreter"]}
+        from tests.report_doc import verify_doc
+
+        return verify_doc(python={"executable": python, "version": "3.11.7"}, results=[], exit_code=3,
+                          summary=["no framework is importable in this interpreter"])
 
     monkeypatch.setattr(runner, "run_verify", fake)
     rc, out, err = run("report", "--python", sys.executable)

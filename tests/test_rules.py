@@ -10,18 +10,26 @@ from typing import Any, Dict, List, Optional
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from mlprobe.model.context import RulesContext
+from mlprobe.model.facts import Facts
+from mlprobe.model.knowledge import Row
 from mlprobe.plan.planner import make_plan
 from mlprobe.recipes import find_recipe, knowledge
 from mlprobe.plan.rules import (
     arch_coverage,
     cuda_ceiling,
-    derive_facts,
+    derive,
     evaluate,
     evaluate_recipe,
     plaidml_opencl_id,
 )
 
 KB = knowledge()
+
+
+def derive_facts(rep: Dict[str, Any], kb: Any, python: Optional[str] = None) -> RulesContext:
+    """The rules context of a hand-made scan report, read the way a report file is (leniently)."""
+    return derive(Facts.from_report(rep), kb, python)
 
 
 def report(
@@ -146,15 +154,17 @@ CTX = {"a": {"n": 3, "v": "3.11", "none": None, "list": ["avx", "sse2"]}}
     ],
 )
 def test_three_valued_logic(cond: Dict[str, Any], value: Optional[bool]) -> None:
-    assert evaluate(cond, CTX, KB).value is value
+    assert evaluate(Row(cond), CTX, KB).value is value  # type: ignore[arg-type]
 
 
 def test_failures_are_sentences_from_templates() -> None:
     out = evaluate(
-        {"fact": "a.v", "specifier": ">=3.12", "because": "needs Python {operand}; this is {value}"}, CTX, KB
+        Row({"fact": "a.v", "specifier": ">=3.12", "because": "needs Python {operand}; this is {value}"}),
+        CTX, KB,  # type: ignore[arg-type]
     )
     assert out.value is False and out.reasons == ["needs Python >=3.12; this is 3.11"]
-    out = evaluate({"fact": "a.none", "equals": 1, "because": "x", "unknown": "could not see {a.n}"}, CTX, KB)
+    out = evaluate(Row({"fact": "a.none", "equals": 1, "because": "x", "unknown": "could not see {a.n}"}),
+                   CTX, KB)  # type: ignore[arg-type]
     assert out.unknown == ["could not see 3"]
 
 
@@ -162,9 +172,9 @@ def test_all_reports_every_failure_but_stops_at_a_gate() -> None:
     both = {
         "all": [{"fact": "a.n", "gte": 4, "because": "first"}, {"fact": "a.n", "gte": 5, "because": "second"}]
     }
-    assert evaluate(both, CTX, KB).reasons == ["first", "second"]
+    assert evaluate(Row(both), CTX, KB).reasons == ["first", "second"]  # type: ignore[arg-type]
     both["all"][0]["stop"] = True  # type: ignore[index]
-    assert evaluate(both, CTX, KB).reasons == ["first"]
+    assert evaluate(Row(both), CTX, KB).reasons == ["first"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -226,9 +236,9 @@ def test_gtx960_on_driver_580_gets_cu126_not_cu130() -> None:
     e = entry(rep, "torch-cuda")
     assert (e["index"], e["version"]) == ("cu126", "2.14")
     v = verdict(rep, "torch-cuda")
-    cu130 = next(x for x in v.variants if x["label"] == "torch 2.14 cu130")
-    assert cu130["fits"] is False
-    assert any("sm_52" in r and "sm_75" in r for r in cu130["reasons"])
+    cu130 = next(x for x in v.variants if x.label == "torch 2.14 cu130")
+    assert cu130.fits is False
+    assert any("sm_52" in r and "sm_75" in r for r in cu130.reasons)
 
 
 def test_driver_510_gets_cu118_and_a_torch_that_still_ships_it() -> None:
@@ -293,7 +303,7 @@ def test_unknown_compute_capability_does_not_reject_but_says_so() -> None:
 
 def test_gpu_name_gives_the_compute_capability_when_the_probe_did_not() -> None:
     rep = report(system="Windows", gpus=[nvidia("NVIDIA GeForce GTX 960", None, "581.57")])
-    assert derive_facts(rep, KB)["nvidia"]["gpus"][0]["cc"] == "5.2"
+    assert derive_facts(rep, KB).nvidia.gpus[0].cc == "5.2"
     assert entry(rep, "torch-cuda")["index"] == "cu126"
 
 
@@ -306,7 +316,7 @@ def test_mig_and_grace_hosts() -> None:
         cuda={"version": "13.1", "driver_version": "590.48.01"},
     )
     ctx = derive_facts(rep, KB)
-    assert ctx["cpu"]["arch"] == "arm64" and ctx["os"]["system"] == "Linux"
+    assert ctx.cpu.arch == "arm64" and ctx.os.system == "Linux"
     e = entry(rep, "torch-cuda")
     assert any("MIG" in w for w in e["warnings"])
     assert top(rep, "tensorflow") == "tensorflow-cpu", "TensorFlow's CUDA build is x86_64-only"

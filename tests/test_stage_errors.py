@@ -79,7 +79,8 @@ def test_a_verify_that_cannot_run_is_noted_in_the_report_by_reference(tmp_path: 
 
     from mlprobe.pipeline import verify_section
 
-    note = verify_section(SimpleNamespace(kind="live"), python=str(tmp_path / "gone" / "python"))  # type: ignore[arg-type]
+    section = verify_section(SimpleNamespace(kind="live"), python=str(tmp_path / "gone" / "python"))  # type: ignore[arg-type]
+    note = section.to_json()
     assert note["available"] is False
     assert note["note"] == f"verify failed: [E601] no Python interpreter at {tmp_path / 'gone' / 'python'}"
 

@@ -15,6 +15,7 @@ from .common import print_json
 
 if TYPE_CHECKING:
     from ..install.bundle import BundleResult, BundleTarget
+    from ..model.facts import Facts
     from ..install.steps import InstallOptions, InstallPlan
 
 EPILOG = """\
@@ -86,15 +87,15 @@ def parse_installed(text: str) -> Dict[str, str]:
     return out
 
 
-def _plan_for(report: Dict[str, Any], args: argparse.Namespace, opts: "InstallOptions"
+def _plan_for(report: "Facts", args: argparse.Namespace, opts: "InstallOptions"
               ) -> Tuple["InstallPlan", "BundleTarget"]:
     from .. import pipeline
     from ..install.bundle import bundle_target
-    from ..install.steps import build_plan, pick_recommendation
+    from ..install.steps import build_plan, pick
 
     target = bundle_target(report)
     plan = pipeline.plan(report, framework=args.framework or "any", python=None, env=os.environ)
-    rec = pick_recommendation(plan, args.recipe)
+    rec = pick(plan, args.recipe)
     iplan = build_plan(rec, opts)
     if iplan.variant_label and iplan.sources.origin != "recipe":
         from ..install.resolve import pin_variants
@@ -189,6 +190,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
     from ..errors import EXIT_OK, EXIT_USAGE, MlprobeError, StageError
     from ..fleet.document import is_fleet
     from ..install.bundle import group_key, partial_folder
+    from ..model.facts import Facts as FactsType
     from ..scan.capture import UnreadableFile, read_regular
 
     try:
@@ -210,7 +212,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
             continue
         scan: Dict[str, Any] = report["scan"] if isinstance(report.get("scan"), dict) else report
         try:
-            iplan, target = _plan_for(scan, args, opts)
+            iplan, target = _plan_for(FactsType.from_report(scan), args, opts)
         except StageError as exc:
             skipped.append(f"{name}: {exc.what}")
             continue

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..model.vocabulary import vocabulary
 
 if TYPE_CHECKING:
     from ..install.steps import InstallOptions
+    from ..model.facts import ScanReport
     from ..model.plan import Recommendation
 
 from .common import add_replay, refuse_overwriting_an_input, replay_inputs, seconds
@@ -126,7 +127,6 @@ def _abs_link(x: str) -> str:
 
 
 RECIPE_FILE_MAX_BYTES = 16 * 1024 * 1024
-_MACHINE_FIELDS = ("device", "device_name", "env", "files", "verify")
 
 
 def _device_of_this_machine(rec: "Recommendation", args: argparse.Namespace) -> "Recommendation":
@@ -134,33 +134,29 @@ def _device_of_this_machine(rec: "Recommendation", args: argparse.Namespace) -> 
     (`mlprobe bundle --replay` of another machine's report). The packages stay; the device, and what
     names it (PLAIDML_DEVICE_IDS, the settings file, verify's target), come from this machine's own
     plan of the same recipe, and a change is said."""
+    import dataclasses
+
     from .. import pipeline, ui
-    from ..model.plan import Recommendation
     from .common import make_host
 
     try:
         host = make_host(args)
-        report = pipeline.scan_report(host, None)
-        plan = pipeline.plan(report, framework=rec.framework or "any", env=os.environ)
+        plan = pipeline.plan(pipeline.scan_report(host, None), framework=rec.framework or "any", env=os.environ)
     except Exception as exc:  # the lock's own choice stays; the device check will judge it
         ui.note(f"could not plan {rec.recipe} for this machine ({type(exc).__name__}): the lock's device "
                 f"{ui.safe_line(rec.device or '')} is kept")
         return rec
-    here = next((r for r in plan.get("recommended") or [] if r.get("recipe") == rec.recipe), None)
-    if here is None or not here.get("device") or here.get("device") == rec.device:
+    here = next((r for r in plan.recommended if r.recipe == rec.recipe), None)
+    if here is None or not here.device or here.device == rec.device:
         return rec
-    doc = rec.to_json()
-    for k in _MACHINE_FIELDS:
-        if k in here:
-            doc[k] = here[k]
     said = (f"the lock was made for {rec.device_name or rec.device} ({rec.device}); on this machine "
-            f"{rec.recipe} uses {here.get('device_name') or here['device']} ({here['device']})")
-    doc["notes"] = list(doc.get("notes") or []) + [said]
+            f"{rec.recipe} uses {here.device_name or here.device} ({here.device})")
     ui.note(ui.safe_line(said))
-    return Recommendation.from_json(doc)
+    return dataclasses.replace(rec, device=here.device, device_name=here.device_name, env=here.env,
+                               files=here.files, verify=here.verify, notes=tuple(rec.notes) + (said,))
 
 
-def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[Dict[str, Any]], bool]":
+def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional[ScanReport], bool]":
     """(the typed recommendation, scan report or None, replayed?)"""
     import json
 
@@ -198,9 +194,11 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     from .common import host_source, make_host
 
     host = make_host(args)
+    from ..install.steps import pick
+
     report = pipeline.scan_report(host, host_source(host, args))
     plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
-    return pick_recommendation(plan, args.recipe), report, host.kind == "replay"
+    return pick(plan, args.recipe), report, host.kind == "replay"
 
 
 def _check_log(path: Path) -> None:
@@ -223,10 +221,9 @@ def _check_log(path: Path) -> None:
                            exit_code=EXIT_USAGE)
 
 
-def _overrides(report: object) -> "dict[str, str]":
+def _overrides(report: "Optional[ScanReport]") -> "dict[str, str]":
     """The MLPROBE_OVERRIDE_* values the scan behind the recommendation applied."""
-    ov = report.get("overrides") if isinstance(report, dict) else None
-    return {str(k): str(v) for k, v in ov.items()} if isinstance(ov, dict) else {}
+    return dict(report.overrides) if report is not None else {}
 
 
 def _plan_python(python: "str | None") -> "str | None":
@@ -348,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_locked(args, opts, plan, report, replay)
 
 
-def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "object",
+def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report: "Optional[ScanReport]",
                 replay: bool) -> int:
     from ..errors import EXIT_OK, exit_status
     from ..install.apply import apply, prepare

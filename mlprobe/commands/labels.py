@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_overwriting_an_input(args.output, replay_inputs(args))
     host = make_host(args)
     with ui.progress("labels: scanning, planning"):
-        doc = build_report(host, ReportOptions(), source=host_source(host, args))
+        doc = build_report(host, ReportOptions(), source=host_source(host, args)).to_json()
     labels = labels_for(doc, args.prefix)
     bad = {k: label_problems(k, v) for k, v in labels.items() if label_problems(k, v)}
     if bad:  # a bug, not the user's: say which label

@@ -4,6 +4,7 @@ and whether what is installed can use the hardware. `--json` for machines, `--wh
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
             exit_code=EXIT_USAGE,
         )
     from .. import pipeline
+    from ..model.contract import to_json
     from ..plan.planner import explain_variants, why_not
 
     host = make_host(args)
@@ -50,17 +52,15 @@ def run(args: argparse.Namespace) -> int:
     from ..plan.multigpu import VARIABLES, gpu_use
 
     # How many GPUs each framework will use: the host's environment (host.json on replay) decides.
-    plan["gpu_use"] = [u.to_dict() for u in gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})]
-    plan["source"] = report.get("source")
-    # A mirror's password (MLPROBE_PYTORCH_INDEX_URL=https://user:pw@...) is shown as pip shows it.
-    plan = mask_doc(plan)
+    plan = dataclasses.replace(plan, gpu_use=tuple(gpu_use(plan, report, {v: host.env(v) for v in VARIABLES})),
+                               source=report.source)
     if args.why_not:
         try:
             doc = why_not(plan, args.why_not)
         except KeyError:
             from ..recipes import load_recipes
 
-            ids = ", ".join(r["id"] for r in load_recipes())
+            ids = ", ".join(r.id for r in load_recipes())
             raise MlprobeError(
                 f"no recipe called {args.why_not!r}",
                 why=f"known recipes: {ids}",
@@ -68,20 +68,22 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
-        doc["variants"] = explain_variants(report, doc["recipe"], python=args.python)
-        doc["target"] = plan["target"]
+        doc["variants"] = [to_json(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
+        doc["target"] = plan.to_json()["target"]
         if args.json:
-            print_json(doc)
+            print_json(mask_doc(doc))
         else:
             from ..render.plan_terminal import render_why_not
 
-            render_why_not(doc)
+            render_why_not(mask_doc(doc))
         return 0
+    # A mirror's password (MLPROBE_PYTORCH_INDEX_URL=https://user:pw@...) is shown as pip shows it.
+    shown = mask_doc(plan.to_json())
     if args.json:
-        print_json(plan)
+        print_json(shown)
     else:
         from ..render.plan_terminal import render_plan
 
-        render_plan(plan)
+        render_plan(shown)
     sys.stdout.flush()
     return 0

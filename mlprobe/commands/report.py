@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):
-        doc = build_report(host, options, source=host_source(host, args))
+        doc = build_report(host, options, source=host_source(host, args)).to_json()
     text = render_markdown(doc) if fmt == "markdown" else \
         ui.json_safe(jsondoc.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
     if args.no_redact:

@@ -15,15 +15,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scan.run import facts_to_report
+    from ..pipeline import scan_report
 
     host = make_host(args)
-    facts = scan_host(host)
-    report = facts_to_report(facts, host_source(host, args))
+    report = scan_report(host, host_source(host, args), scanner=scan_host)
     if args.json:
-        print_json(report)
+        print_json(report.to_json())
     else:
         from ..render.terminal import render_scan
 
-        render_scan(facts, report)
+        render_scan(report, report.to_json())
     return 0

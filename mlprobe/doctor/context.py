@@ -8,6 +8,7 @@ import re
 from functools import cached_property
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..model.context import RulesContext
 from ..model.doctor import Evidence
 from ..scan.capture import Host
 from . import parse as P
@@ -251,8 +252,9 @@ class DoctorContext:
         return next((f for f in self.plan.get("installed") or [] if f.get("package") == package), None)
 
     @cached_property
-    def rules_ctx(self) -> Dict[str, Any]:
-        from ..plan.context import derive_facts
+    def rules_ctx(self) -> RulesContext:
+        from ..model.facts import Facts
+        from ..plan.context import derive
         from ..recipes import knowledge
 
-        return derive_facts(self.report, knowledge())
+        return derive(Facts.from_report(self.report), knowledge())

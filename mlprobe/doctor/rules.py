@@ -5,12 +5,14 @@ source. `diagnose` runs them all over one machine."""
 
 from __future__ import annotations
 
-import copy
 import string
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..model.doctor import DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, RuleOutcome, SEVERITIES
+from ..model.facts import Facts, ScanReport
 from ..model.knowledge import rows, table
+from ..model.plan import Plan
 from ..scan.capture import Host
 from . import parse as P
 from .checks import CHECKS, Hit, Unknown
@@ -127,18 +129,23 @@ def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[F
     return text + "."
 
 
-def diagnose(host: Host, report: Dict[str, Any], plan_fn: Any, python: Optional[str] = None,
-             enumeration_doc: Optional[Dict[str, Any]] = None, source: Optional[Dict[str, Any]] = None) -> DoctorResult:
-    """Every rule over one machine. `report` is the scan (`scan --json`); `plan_fn(report, python)` plans it
-    (the pipeline hands in its planner); `enumeration_doc` is what mlprobe.doctor.enumerate asked the target
-    interpreter (`--python`), else the `framework-devices.json` capture is read."""
-    report = copy.deepcopy(report)
+def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[str]], Optional[Plan]],
+             python: Optional[str] = None, enumeration_doc: Optional[Dict[str, Any]] = None,
+             source: Optional[Mapping[str, str]] = None) -> DoctorResult:
+    """Every rule over one machine. `scan` is the scan; `plan_fn(facts, python)` plans it (the pipeline
+    hands in its planner); `enumeration_doc` is what mlprobe.doctor.enumerate asked the target
+    interpreter (`--python`), else the `framework-devices.json` capture is read. The checks read the
+    scan and the plan as their documents (`scan --json`, `plan --json`), as knowledge/doctor.json names
+    their fields."""
+    report = scan.to_json()
+    facts: Facts = scan
     enum: Optional[P.Enumeration] = None
     note: Optional[str] = None
     how: str
     if enumeration_doc is not None:
         enum = P.enumeration_from(enumeration_doc, source=f"framework-devices ({python})")
-        report["frameworks"] = _frameworks_from(enum, (report.get("os") or {}).get("system"))
+        report["frameworks"] = _frameworks_from(enum, scan.os.system)
+        facts = replace(scan.facts(), frameworks=Facts.from_report({"frameworks": report["frameworks"]}).frameworks)
         how = f"asked the frameworks in {python}"
     else:
         cap = host.get("framework-devices.json")
@@ -153,7 +160,8 @@ def diagnose(host: Host, report: Dict[str, Any], plan_fn: Any, python: Optional[
                    else f"asked the frameworks in {enum.python or 'this Python'}")
     py_version = (enumeration_doc or {}).get("python_version") if enumeration_doc else None
     mm = ".".join(str(py_version).split(".")[:2]) if py_version else None
-    plan = plan_fn(report, mm)
+    planned = plan_fn(facts, mm)
+    plan = planned.to_json() if planned is not None else {}
     dc = DoctorContext(host, report, plan, enum, python=python, enumeration_note=note)
     findings, outcomes = evaluate_rules(dc)
     environment = [f.title.replace("running in ", "", 1) for f in findings if f.rule in ("container-detected",

@@ -27,7 +27,7 @@ def scan_node(verify: bool = False) -> Dict[str, Any]:
             from ..scan.capture import PREFETCH
 
             prefetch(PREFETCH)
-    doc = build_report(host, ReportOptions(verify=verify), source=host_source(host, args))
+    doc = build_report(host, ReportOptions(verify=verify), source=host_source(host, args)).to_json()
     return {"report": doc, "seconds": round(time.monotonic() - started, 3), "mlprobe_version": __version__,
             "pid": os.getpid()}
 

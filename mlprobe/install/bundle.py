@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from ..errors import ParseError, StageError
+from ..model.facts import Facts
 from . import lock as locks
 from .backends import COMMON_PIP, Sources, pip_env, source_args
 from .index import target_from_report
@@ -64,24 +65,24 @@ class BundleTarget:
         return f"{self.implementation}{self.major_minor.replace('.', '')}-{self.platform}"
 
 
-def bundle_target(report: Mapping[str, Any], where: str = "the report") -> BundleTarget:
-    """The target of a scan report. E535 when the report has no Python tags."""
-    py = report.get("python") or {}
-    tags = [t for t in (py.get("platform_tags") or []) if isinstance(t, str)]
-    target = target_from_report(dict(report)) if tags else None
+def bundle_target(facts: Facts, where: str = "the report") -> BundleTarget:
+    """The target of a scanned machine. E535 when its scan has no Python tags."""
+    py = facts.python
+    tags = list(py.platform_tags)
+    target = target_from_report(facts) if tags else None
     if target is None:
         raise StageError(f"{where} has no Python tags", why="without the Python version and the wheel tags "
                          "of that machine's interpreter mlprobe cannot tell which wheels fit it",
                          next_step="make a report there with this mlprobe: `mlprobe capture DIR` or "
                                    "`mlprobe report --include-raw -o report.json`",
                          ref="E535", kind="usage")
-    impl = str(py.get("implementation") or "CPython").lower()
+    impl = (py.implementation or "CPython").lower()
     if impl not in ("cpython", "cp"):
-        raise StageError(f"{where} is for {py.get('implementation')}", why="bundles are made for CPython",
+        raise StageError(f"{where} is for {py.implementation}", why="bundles are made for CPython",
                          next_step="use a CPython interpreter on that machine", ref="E535", kind="unavailable")
-    system = str((report.get("os") or {}).get("system") or "").lower()
-    machine = str(py.get("machine") or (report.get("cpu") or {}).get("arch") or "")
-    version = str(py.get("version"))
+    system = (facts.os.system or "").lower()
+    machine = str(py.machine or facts.cpu.arch or "")
+    version = str(py.version)
     env = {"python_version": target.major_minor, "python_full_version": version,
            "implementation_name": "cpython", "platform_python_implementation": "CPython",
            "sys_platform": _SYSTEMS.get(system, system), "platform_system": system.capitalize() if system

@@ -25,6 +25,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ParseError
+from ..model.facts import Facts
 from ..urls import join_path, mask_credentials
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -193,34 +194,33 @@ def _linux_platforms(glibc: Optional[str], arch: str) -> List[str]:
     return out
 
 
-def target_from_report(report: Dict[str, Any]) -> Optional[Target]:
-    """Tags for a replayed machine's interpreter, from its scan report (None when unknown)."""
-    py = report.get("python") or {}
-    version = py.get("version")
+def target_from_report(facts: Facts) -> Optional[Target]:
+    """Tags for a replayed machine's interpreter, from its scanned facts (None when unknown)."""
+    py = facts.python
+    version = py.version
     if not isinstance(version, str) or not version[:1].isdigit():
         return None
     try:
         major, minor = (int(x) for x in version.split(".")[:2])
     except ValueError:
         return None
-    os_facts = report.get("os") or {}
-    arch = str(py.get("machine") or (report.get("cpu") or {}).get("arch") or "x86_64").lower()
+    arch = str(py.machine or facts.cpu.arch or "x86_64").lower()
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
-    system = str(os_facts.get("system") or "").lower()
+    system = (facts.os.system or "").lower()
     plats: List[str] = []
-    for t in py.get("platform_tags") or []:
+    for t in py.platform_tags:
         parts = str(t).split("-")
         if len(parts) == 3 and parts[2] not in plats:
             plats.append(parts[2])
     if system == "linux":
-        for p in _linux_platforms(os_facts.get("glibc"), arch):
+        for p in _linux_platforms(facts.os.glibc, arch):
             if p not in plats:
                 plats.append(p)
     elif system == "windows" and not plats:
         plats = ["win_amd64" if arch == "x86_64" else f"win_{arch}"]
     if not plats:
         return None
-    impl = str(py.get("implementation") or "cpython").lower()
+    impl = (py.implementation or "cpython").lower()
     tag_list = _cpython_tags(major, minor, "", plats)
     return Target(python_version=version, tags=tuple(tag_list), implementation=impl,
                   description=f"Python {version} on {plats[0]} (replayed machine)", platforms=tuple(plats))

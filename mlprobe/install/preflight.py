@@ -15,6 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
 from ..model import shell
+from ..model.facts import Facts
 from ..urls import mask_credentials, mask_doc
 from . import activate, keep
 from .backends import Backend, choose_backend, needs_pip, set_aside
@@ -84,7 +85,7 @@ class Preflight:
 
 # ---------------------------------------------------------------- the target ---------------
 
-def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict[str, Any]],
+def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Facts],
                   replay: bool) -> TargetEnv:
     if replay:
         if opts.apply:
@@ -92,7 +93,7 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Dict
                              why="a replayed bundle describes the machine it was captured on",
                              next_step="run `mlprobe install --apply` on that machine", ref="E512",
                              kind="usage")
-        target = target_from_report(report or {}) if report else None
+        target = target_from_report(report) if report is not None else None
         if target is None:
             guess = opts.python if opts.python and os.sep not in opts.python else None
             target = target_for_interpreter(guess or f"{sys.version_info[0]}.{sys.version_info[1]}")
@@ -189,7 +190,7 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     return steps
 
 
-def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Dict[str, Any]] = None,
+def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = None,
             replay: bool = False, on_progress: Optional[Callable[[str], None]] = None) -> Preflight:
     """Everything that can be known before installing. Writes nothing to disk."""
     say = on_progress or (lambda _s: None)

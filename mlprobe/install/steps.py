@@ -12,13 +12,13 @@ import keyword
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import StageError
-from ..model.plan import ContractError, Recommendation
+from ..model.plan import ContractError, Plan, Recommendation
 from ..model.vocabulary import vocabulary
 from ..urls import check_file_url_exists, check_url
 from .backends import Sources, default_index_url
@@ -128,31 +128,46 @@ def _recommendation(doc: Dict[str, Any]) -> Recommendation:
                          ref="E513", kind="usage") from None
 
 
-def pick_recommendation(plan: Dict[str, Any], recipe: Optional[str]) -> Recommendation:
-    """The first recommended entry of a plan (`mlprobe plan --json`), or the one named --recipe."""
-    recs = [r for r in _as_list(plan.get("recommended")) if isinstance(r, dict)]
+def _choose(names: Sequence[str], rejected: Callable[[str], Optional[Sequence[object]]], recipe: Optional[str]) -> int:
+    """Which recommendation to install: the first, or the one named --recipe (its reasons when the plan
+    rejected it)."""
     if recipe:
-        for r in recs:
-            if r.get("recipe") == recipe:
-                return _recommendation(r)
-        rejected = [r for r in _as_list(plan.get("rejected"))
-                    if isinstance(r, dict) and r.get("recipe") == recipe]
-        if rejected:
-            why = rejected[0].get("reasons")
+        if recipe in names:
+            return names.index(recipe)
+        why = rejected(recipe)
+        if why is not None:
             raise StageError(
                 f"recipe {recipe} does not fit this machine",
-                why="; ".join(map(str, _as_list(why))) or "the plan rejected it",
+                why="; ".join(map(str, why)) or "the plan rejected it",
                 next_step="`mlprobe plan` lists the recipes that fit", ref="E525", kind="unavailable")
-        names = ", ".join(str(r.get("recipe")) for r in recs) or "none"
-        raise StageError(f"no recipe {recipe} in the plan", why=f"the plan has: {names}",
+        raise StageError(f"no recipe {recipe} in the plan", why=f"the plan has: {', '.join(names) or 'none'}",
                          next_step="`mlprobe plan` lists the recipes; pass one of them with --recipe",
                          ref="E524", kind="usage")
-    if not recs:
+    if not names:
         raise StageError("no recipe fits this machine for that framework",
                          why="the plan recommends nothing",
                          next_step="`mlprobe plan` says why each recipe was rejected; try --framework any",
                          ref="E525", kind="unavailable")
-    return _recommendation(recs[0])
+    return 0
+
+
+def pick(plan: Plan, recipe: Optional[str]) -> Recommendation:
+    """The first recommendation of a plan, or the one named --recipe."""
+    i = _choose([r.recipe for r in plan.recommended],
+                lambda name: next((r.reasons for r in plan.rejected if r.recipe == name), None), recipe)
+    return plan.recommended[i]
+
+
+def pick_recommendation(plan: Mapping[str, Any], recipe: Optional[str]) -> Recommendation:
+    """The same from a plan document (`mlprobe plan --json` in a file, read as it is: only the entry
+    picked must be a recommendation mlprobe can install)."""
+    recs = [r for r in _as_list(plan.get("recommended")) if isinstance(r, dict)]
+
+    def rejected(name: str) -> Optional[Sequence[object]]:
+        hit = [r for r in _as_list(plan.get("rejected")) if isinstance(r, dict) and r.get("recipe") == name]
+        return _as_list(hit[0].get("reasons")) if hit else None
+
+    return _recommendation(recs[_choose([str(r.get("recipe")) for r in recs], rejected, recipe)])
 
 
 def recommendation_from_file(doc: Dict[str, Any]) -> Recommendation:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
-from .contract import contract, Record, to_json
+from .contract import contract, from_json, KEYS_FIELD, NOT_JSON_FIELD, OPTIONAL_KEY, Record, to_json
+
+R = TypeVar("R", bound="Runtime")
 
 PROBE_STATUSES = ("ok", "absent", "error", "timeout")
 
@@ -195,6 +197,168 @@ class UsbAccelerator(_ToDict):
     kind: Optional[str] = None  # movidius-ncs, coral-usb, ...
 
 
+# --------------------------------------------------------------------------- runtimes
+
+
+class Runtime(_ToDict):
+    """Base of the runtime records (`runtimes.cuda`, `.rocm`, ...). Several probes add to one runtime
+    (nvidia-smi, collect_env and the Jetson release file all to `cuda`), and a key a probe wrote as
+    null (it looked and found nothing) is not a key no probe wrote, so a runtime keeps the keys its
+    sources gave, in order (`keys`), and writes only those (contract.KEEPS_KEYS)."""
+
+    __slots__ = ()
+    KEEPS_KEYS = True
+
+    @classmethod
+    def of(cls: Type[R], **values: Any) -> R:
+        """A runtime with these keys written (None is written as null)."""
+        return cls(**values, **{KEYS_FIELD: tuple(values)})
+
+    def written(self, key: str) -> bool:
+        return key in getattr(self, KEYS_FIELD)
+
+    def but(self: R, **values: Any) -> R:
+        """This runtime with these keys (re)written."""
+        keys: Tuple[str, ...] = getattr(self, KEYS_FIELD)
+        return dataclasses.replace(self, **values,  # type: ignore[type-var]
+                                   **{KEYS_FIELD: keys + tuple(k for k in values if k not in keys)})
+
+    def merged(self: R, other: R) -> R:
+        """This runtime with the keys only `other` wrote (a key written first stays, even as null)."""
+        new = {k: getattr(other, k) for k in getattr(other, KEYS_FIELD) if not self.written(k)}
+        return self.but(**new) if new else self
+
+
+@contract
+class CudaTopology(_ToDict):
+    """`nvidia-smi topo -m` in a few figures (runtimes.cuda.topology)."""
+
+    summary: str
+    gpu_count: int
+    nvlink_pairs: int
+    gpu_pairs: int
+    nics: Tuple[str, ...] = ()
+
+
+@contract
+class JetsonInfo(_ToDict):
+    """A Jetson board: its L4T release, the JetPack that ships it, SoC, module and board."""
+
+    l4t: Optional[str] = None
+    jetpack: Optional[str] = None
+    soc: Optional[str] = None
+    module: Optional[str] = None
+    compatible: Tuple[str, ...] = ()
+    board: Optional[str] = None
+
+
+@contract
+class CudaRuntime(Runtime):
+    """The NVIDIA driver and the CUDA version it supports (nvidia-smi, collect_env), the kernel
+    module's flavour, WSL2's own nvidia-smi version, a pasted toolkit version, the GPU links, and
+    the Jetson board (its release file)."""
+
+    driver_version: Optional[str] = None
+    version: Optional[str] = None  # the newest CUDA the driver supports
+    kernel_module: Optional[str] = None  # "open" / "proprietary"
+    smi_version: Optional[str] = None  # WSL2: the Linux nvidia-smi over the Windows driver
+    toolkit_version: Optional[str] = None  # collect_env's "CUDA runtime version"
+    topology: Optional[CudaTopology] = None
+    jetson: Optional[JetsonInfo] = None
+    tcc_gpus: Tuple[str, ...] = ()  # Windows: the GPUs nvidia-smi shows in the TCC driver model
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class RocmRuntime(Runtime):
+    """ROCm: its version, HSA_OVERRIDE_GFX_VERSION and whether it is in effect, the HSA runtime and
+    kernel module versions, WSL, the targets the runtime reports; HIP and MIOpen from collect_env."""
+
+    version: Optional[str] = None
+    hsa_override_gfx_version: Optional[str] = None
+    override_in_effect: Optional[bool] = None
+    hsa_runtime_version: Optional[str] = None
+    rock_module_version: Optional[str] = None
+    wsl: Optional[bool] = None
+    gfx_targets: Tuple[str, ...] = ()
+    hip_version: Optional[str] = None
+    miopen_version: Optional[str] = None
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class OpenClRuntime(Runtime):
+    """The OpenCL platforms and their devices."""
+
+    platforms: Tuple["OpenClPlatform", ...] = ()
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class MetalRuntime(Runtime):
+    """What Metal the Mac offers, led by its Apple GPU if it has one."""
+
+    support: Optional[str] = None
+    apple_gpu: Optional[bool] = None
+    gpu: Optional[str] = None
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class DirectMlRuntime(Runtime):
+    """DirectML: on Windows the build and the adapters it can use; in WSL2 /dev/dxg and the
+    libraries under /usr/lib/wsl/lib."""
+
+    windows_build: Optional[int] = None
+    adapters: Tuple[str, ...] = ()
+    wsl: Optional[bool] = None
+    dev_dxg: Optional[bool] = None
+    wsl_lib: Tuple[str, ...] = ()
+    d3d12: Optional[bool] = None
+    dxcore: Optional[bool] = None
+    cuda: Optional[bool] = None
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class CannRuntime(Runtime):
+    """Huawei's CANN toolkit for Ascend NPUs: version, architecture, whether it is installed, and the
+    NPU driver's version."""
+
+    version: Optional[str] = None
+    arch: Optional[str] = None
+    installed: Optional[bool] = None
+    driver_version: Optional[str] = None
+    keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
+
+
+@contract
+class Runtimes(_ToDict):
+    """The GPU runtimes the scan found, one record each (None: not found). A new runtime is a record
+    above and a field here."""
+
+    cuda: Optional[CudaRuntime] = None
+    rocm: Optional[RocmRuntime] = None
+    opencl: Optional[OpenClRuntime] = None
+    metal: Optional[MetalRuntime] = None
+    directml: Optional[DirectMlRuntime] = None
+    cann: Optional[CannRuntime] = field(default=None, metadata=OPTIONAL_KEY)
+
+    def merged(self, other: "Runtimes") -> "Runtimes":
+        """Each runtime of this one, with what `other` adds to it (see Runtime.merged)."""
+        changes: Dict[str, Any] = {}
+        for name in _RUNTIME_NAMES:
+            theirs = getattr(other, name)
+            if theirs is None:
+                continue  # most probes add no runtime
+            mine = getattr(self, name)
+            changes[name] = theirs if mine is None else mine.merged(theirs)
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+_RUNTIME_NAMES = tuple(f.name for f in dataclasses.fields(Runtimes))
+
+
 @contract
 class FrameworkFacts(_ToDict):
     """An installed framework: version, build flavour (CUDA/ROCm/CPU) and where it was found."""
@@ -227,7 +391,7 @@ class Facts(_ToDict):
     memory: MemoryFacts = field(default_factory=MemoryFacts)
     python: PythonFacts = field(default_factory=PythonFacts)
     gpus: Tuple[GpuFacts, ...] = ()
-    runtimes: Dict[str, Any] = field(default_factory=dict)
+    runtimes: Runtimes = Runtimes()
     frameworks: Tuple[FrameworkFacts, ...] = ()
     usb_accelerators: Tuple[UsbAccelerator, ...] = ()
     warnings: Tuple[str, ...] = ()
@@ -240,6 +404,48 @@ class Facts(_ToDict):
                 return fw
         return None
 
+    @classmethod
+    def from_report(cls, doc: Any) -> "Facts":
+        """The facts of a scan report (`scan --json`, a report's `scan`) from a document nobody
+        checked: read leniently (model/contract.py), a value of the wrong type is unknown."""
+        return from_json(cls, doc, lenient=True)
+
+
+REPORT_VERSION = 1
+
+
+@contract
+class ScanReport(Facts):
+    """The scan as `mlprobe scan --json` writes it (report_version 1): the Facts with mlprobe's version
+    and where the scan came from (`{"kind": "live"}`, `{"kind": "replay", "bundle": ...}`)."""
+
+    report_version: int = REPORT_VERSION
+    mlprobe_version: str = ""
+    source: Optional[Mapping[str, str]] = field(default=None, metadata=OPTIONAL_KEY)
+
+    @classmethod
+    def of(cls, facts: Facts, source: Optional[Mapping[str, str]] = None) -> "ScanReport":
+        from .. import __version__
+
+        values = {f.name: getattr(facts, f.name) for f in dataclasses.fields(Facts)}
+        return cls(**values, mlprobe_version=__version__, source=dict(source) if source else None)
+
+    def facts(self) -> Facts:
+        return Facts(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Facts)})
+
+    def to_json(self) -> Dict[str, Any]:
+        """The header first (report_version, mlprobe_version, source), then the facts."""
+        doc: Dict[str, Any] = to_json(self)
+        head: Dict[str, Any] = {k: doc.pop(k) for k in ("report_version", "mlprobe_version", "source") if k in doc}
+        return {**head, **doc}
+
+    to_dict = to_json
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "ScanReport":
+        """A scan report; a field of the wrong shape is a ContractError naming it."""
+        return from_json(cls, doc)
+
 
 @dataclass
 class Contribution:
@@ -250,7 +456,7 @@ class Contribution:
     memory: Optional[MemoryFacts] = None
     python: Optional[PythonFacts] = None
     gpus: List[GpuFacts] = field(default_factory=list)
-    runtimes: Dict[str, Any] = field(default_factory=dict)
+    runtimes: Runtimes = Runtimes()
     frameworks: List[FrameworkFacts] = field(default_factory=list)
     usb_accelerators: List[UsbAccelerator] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)

@@ -1,5 +1,6 @@
-"""The report envelope as typed, frozen contracts: what `mlprobe report` writes around the scan, the
-plan and (when asked) the verify results. JSON in and out through model/contract.py;
+"""The report envelope as typed, frozen contracts: what `mlprobe report` writes around the scan
+(ScanReport), the plan (or a note why there is none), the verify results and doctor's findings (when
+there are). JSON in and out through model/contract.py;
 report/report.schema.json is the published schema, checked against these types by a test."""
 
 from __future__ import annotations
@@ -8,6 +9,10 @@ from dataclasses import field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .contract import contract, from_json, OPTIONAL_KEY, Record, to_json
+from .doctor import DoctorResult
+from .facts import ScanReport
+from .plan import Plan
+from .verify import VerifyResult
 
 REPORT_VERSION = 1
 REPORT_KIND = "mlprobe-report"
@@ -48,6 +53,78 @@ class CaptureBundle(Record):
 
 
 @contract
+class Unavailable(Record):
+    """A section of the report that could not be made, and why (`{"available": false, "note": ...}`)."""
+
+    note: str
+    available: bool = False
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"available": False, "note": self.note}
+
+
+def _unavailable(doc: Any) -> Optional[Unavailable]:
+    if isinstance(doc, Mapping) and doc.get("available") is False:
+        return Unavailable(note=str(doc.get("note") or ""))
+    return None
+
+
+@contract
+class PlanSection(Record):
+    """The report's plan, or why there is none."""
+
+    plan: Optional[Plan] = None
+    missing: Optional[Unavailable] = None
+    OWN_JSON = True  # either shape is read by from_json below (model/contract.py)
+
+    def to_json(self) -> Dict[str, Any]:
+        return self.plan.to_json() if self.plan is not None else (self.missing or Unavailable("no plan")).to_json()
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "PlanSection":
+        missing = _unavailable(doc)
+        return cls(missing=missing) if missing else cls(plan=Plan.from_json(doc))
+
+
+@contract
+class VerifySection(Record):
+    """The report's verify results, or why there are none."""
+
+    result: Optional[VerifyResult] = None
+    missing: Optional[Unavailable] = None
+    OWN_JSON = True
+
+    def to_json(self) -> Dict[str, Any]:
+        if self.result is not None:
+            return self.result.to_json()
+        return (self.missing or Unavailable("no verify results")).to_json()
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "VerifySection":
+        missing = _unavailable(doc)
+        return cls(missing=missing) if missing else cls(result=VerifyResult.from_json(doc))
+
+
+@contract
+class DoctorSection(Record):
+    """`mlprobe doctor`'s findings for the report, or why there are none."""
+
+    result: Optional[DoctorResult] = None
+    missing: Optional[Unavailable] = None
+    OWN_JSON = True
+
+    def to_json(self) -> Dict[str, Any]:
+        if self.result is not None:
+            return self.result.to_json()
+        return (self.missing or Unavailable("no doctor findings")).to_json()
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "DoctorSection":
+        missing = _unavailable(doc)
+        return cls(missing=missing) if missing else cls(result=DoctorResult.from_json(doc))
+
+
+@contract
 class ReportEnvelope(Record):
     """mlprobe report: the redacted scan, its plan (or a note why there is none) and verify results."""
 
@@ -56,11 +133,11 @@ class ReportEnvelope(Record):
     mlprobe_version: str
     generated_at: str
     redactions: Redactions
-    scan: Mapping[str, Any]
-    plan: Mapping[str, Any]
-    verify: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
+    scan: ScanReport
+    plan: PlanSection
+    verify: Optional[VerifySection] = field(default=None, metadata=OPTIONAL_KEY)
     # `mlprobe doctor`'s findings (model/doctor.py DoctorResult), or {available: false, note}
-    doctor: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
+    doctor: Optional[DoctorSection] = field(default=None, metadata=OPTIONAL_KEY)
     capture_bundle: Optional[CaptureBundle] = field(default=None, metadata=OPTIONAL_KEY)
     notes: Tuple[str, ...] = ()
 
@@ -74,5 +151,5 @@ class ReportEnvelope(Record):
         return from_json(cls, doc)
 
 
-__all__ = ["BundleFile", "CaptureBundle", "REPORT_KIND", "REPORT_VERSION", "RedactionCount", "Redactions",
-           "ReportEnvelope"]
+__all__ = ["BundleFile", "CaptureBundle", "DoctorSection", "PlanSection", "REPORT_KIND", "REPORT_VERSION",
+           "RedactionCount", "Redactions", "ReportEnvelope", "Unavailable", "VerifySection"]

@@ -19,16 +19,118 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
-from ..model.knowledge import version
-
-Kb = Mapping[str, Any]  # knowledge tables by file stem: {"torch_wheels": {...}, ...}
-Ctx = Dict[str, Any]
+from ..model.context import RulesContext
+from ..model.knowledge import Knowledge, Row, version
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+class Effects:
+    """What a condition that fits adds to the install: environment variables (`env`), the device it
+    chose and how (`device_name`, `device_id`, `integrated`, `experimental`; `{effects.device_id}` in a
+    recipe reads them), and hints for the ranking (`speed` overrides the recipe's tier, `unofficial`,
+    `hsa_override`, `amd_device_extra`). A later condition's word on a name wins (`update`). Kept as
+    one small map behind typed properties: outcomes are made and merged by the thousand per plan."""
+
+    __slots__ = ("said",)
+    NAMES = ("env", "device_name", "device_id", "integrated", "unofficial", "experimental", "speed",
+             "hsa_override", "amd_device_extra")
+
+    def __init__(self, env: Optional[Dict[str, str]] = None, device_name: Optional[str] = None,
+                 device_id: Optional[str] = None, integrated: Optional[bool] = None,
+                 unofficial: Optional[bool] = None, experimental: Optional[bool] = None,
+                 speed: Optional[int] = None, hsa_override: Optional[str] = None,
+                 amd_device_extra: Optional[str] = None) -> None:
+        self.said: Dict[str, object] = {}
+        for name, value in (("env", env), ("device_name", device_name), ("device_id", device_id),
+                            ("integrated", integrated), ("unofficial", unofficial),
+                            ("experimental", experimental), ("speed", speed), ("hsa_override", hsa_override),
+                            ("amd_device_extra", amd_device_extra)):
+            if value is not None:
+                self.said[name] = value
+
+    def get(self, name: str) -> object:
+        return self.said.get(name)
+
+    def update(self, other: "Effects") -> None:
+        """What `other` said wins over what this one said."""
+        if other.said:
+            self.said.update(other.said)
+
+    def copy(self) -> "Effects":
+        out = Effects()
+        out.said = {k: dict(v) if k == "env" and isinstance(v, dict) else v for k, v in self.said.items()}
+        return out
+
+    @property
+    def env(self) -> Optional[Dict[str, str]]:
+        v = self.said.get("env")
+        return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else None
+
+    @env.setter
+    def env(self, value: Optional[Dict[str, str]]) -> None:
+        self.said["env"] = value
+
+    def _text(self, name: str) -> Optional[str]:
+        v = self.said.get(name)
+        return None if v is None else str(v)
+
+    def _flag(self, name: str) -> Optional[bool]:
+        v = self.said.get(name)
+        return None if v is None else bool(v)
+
+    @property
+    def device_name(self) -> Optional[str]:
+        return self._text("device_name")
+
+    @property
+    def device_id(self) -> Optional[str]:
+        return self._text("device_id")
+
+    @property
+    def integrated(self) -> Optional[bool]:
+        return self._flag("integrated")
+
+    @integrated.setter
+    def integrated(self, value: Optional[bool]) -> None:
+        self.said["integrated"] = value
+
+    @property
+    def unofficial(self) -> Optional[bool]:
+        return self._flag("unofficial")
+
+    @unofficial.setter
+    def unofficial(self, value: Optional[bool]) -> None:
+        self.said["unofficial"] = value
+
+    @property
+    def experimental(self) -> Optional[bool]:
+        return self._flag("experimental")
+
+    @property
+    def speed(self) -> Optional[int]:
+        v = self.said.get("speed")
+        return v if isinstance(v, int) else None
+
+    @property
+    def hsa_override(self) -> Optional[str]:
+        return self._text("hsa_override")
+
+    @hsa_override.setter
+    def hsa_override(self, value: Optional[str]) -> None:
+        self.said["hsa_override"] = value
+
+    @property
+    def amd_device_extra(self) -> Optional[str]:
+        return self._text("amd_device_extra")
+
+    @amd_device_extra.setter
+    def amd_device_extra(self, value: Optional[str]) -> None:
+        self.said["amd_device_extra"] = value
 
 
 @dataclass
@@ -36,24 +138,34 @@ class Outcome:
     value: Optional[bool]  # True fits, False rejects, None unknown
     reasons: List[str] = field(default_factory=list)  # why not (when False)
     warnings: List[str] = field(default_factory=list)  # caveats, and what could not be checked
-    effects: Dict[str, Any] = field(default_factory=dict)  # env vars, chosen device, speed hints
+    effects: Effects = field(default_factory=Effects)  # env vars, chosen device, speed hints
     tags: List[str] = field(default_factory=list)  # e.g. "compat" (CUDA minor-version compatibility)
-    vars: Dict[str, Any] = field(default_factory=dict)  # extra {names} for the condition's `because`
+    vars: Dict[str, str] = field(default_factory=dict)  # extra {names} for the condition's `because`
     unknown: List[str] = field(default_factory=list)  # what could not be checked (facts not in the scan)
 
 
 # --------------------------------------------------------------------------- values and templates
 
 
-def lookup(ctx: Ctx, path: str, row: Optional[Dict[str, Any]] = None) -> Any:
+def lookup(ctx: object, path: str, row: Optional[Row] = None, effects: Optional[Effects] = None) -> object:
+    """The value at a dotted path: `row.x` in the knowledge row being tried, `effects.x` in what the
+    conditions chose, anything else in the rules context (its records' fields, its maps' keys)."""
     parts = path.split(".")
+    cur: object
     if parts[0] == "row":
-        cur: Any = row or {}
+        cur = row if row is not None else Row()
+        parts = parts[1:]
+    elif parts[0] == "effects" and effects is not None:
+        cur = effects
         parts = parts[1:]
     else:
         cur = ctx
     for p in parts:
-        if isinstance(cur, dict):
+        if isinstance(cur, (Row, dict, Effects)):
+            cur = cur.get(p)
+        elif p in getattr(type(cur), "__slots__", ()) or p in getattr(cur, "__dataclass_fields__", ()):
+            cur = getattr(cur, p)  # a field of a context view, of the effects, of a scan record (OsFacts)
+        elif isinstance(cur, Mapping):
             cur = cur.get(p)
         else:
             return None
@@ -62,7 +174,7 @@ def lookup(ctx: Ctx, path: str, row: Optional[Dict[str, Any]] = None) -> Any:
     return cur
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if value is None:
         return "unknown"
     if isinstance(value, bool):
@@ -72,25 +184,35 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def fmt(template: str, ctx: Ctx, row: Optional[Dict[str, Any]] = None, **extra: Any) -> str:
+def fmt(template: str, ctx: object, row: Optional[Row] = None, effects: Optional[Effects] = None,
+        values: Optional[Mapping[str, object]] = None) -> str:
+    """The sentence with its `{path}` placeholders filled from the facts, the row, the effects, and
+    `values` (`{value}`, `{detail}`, a named test's own words)."""
+    extra = values or {}
+
     def sub(m: "re.Match[str]") -> str:
         key = m.group(1)
         if key in extra:
             return _show(extra[key])
-        return _show(lookup(ctx, key, row))
+        return _show(lookup(ctx, key, row, effects))
 
     return _PLACEHOLDER.sub(sub, template)
 
 
-def resolve(value: Any, ctx: Ctx, row: Optional[Dict[str, Any]] = None) -> Any:
+def resolve(value: object, ctx: object, row: Optional[Row] = None, effects: Optional[Effects] = None) -> object:
     """A condition operand: "{row.os}" alone gives the raw value (a list stays a list)."""
     if isinstance(value, str):
         m = _PLACEHOLDER.fullmatch(value)
         if m:
-            return lookup(ctx, m.group(1), row)
+            return lookup(ctx, m.group(1), row, effects)
         if "{" in value:
-            return fmt(value, ctx, row)
+            return fmt(value, ctx, row, effects)
     return value
+
+
+def strs(value: object) -> Tuple[str, ...]:
+    """A resolved operand as a list of strings (a list's items as text; nothing else is a list)."""
+    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
 
 
 _SIMPLE_CLAUSE = re.compile(r"^\s*(>=|<=|>|<|==|!=)\s*(\d+(?:\.\d+)*)\s*$")
@@ -140,41 +262,47 @@ def cc_tuple(text: str) -> Tuple[int, int]:
 # --------------------------------------------------------------------------- combinators and leaves
 
 
-def evaluate(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]] = None) -> Outcome:
-    if "all" in cond:
+def evaluate(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row] = None) -> Outcome:
+    doc = cond.doc  # the condition's own JSON object: read directly here, the hottest loop of a plan
+    if "all" in doc:
         parts = []
-        for c in cond["all"]:
+        for c in cond.rows("all"):
             parts.append(evaluate(c, ctx, kb, row))
-            if parts[-1].value is False and c.get("stop"):
+            if parts[-1].value is False and c.doc.get("stop"):
                 break  # a gate: what follows would only repeat the same "no" in other words
         return _all(parts)
-    if "any" in cond:
-        parts = [evaluate(c, ctx, kb, row) for c in cond["any"]]
-        out = _any(parts)
-        if out.value is False and cond.get("because"):
-            out.reasons = [fmt(cond["because"], ctx, row)]
-        if out.value is None and cond.get("unknown") is not None:
-            out.unknown = [fmt(cond["unknown"], ctx, row)]
+    if "fact" in doc and not ("any" in doc or "not" in doc or "test" in doc):
+        return _leaf(cond, ctx, row)  # the common leaf first; the order below is the language's
+    because, unknown = doc.get("because"), doc.get("unknown")
+    because = because if isinstance(because, str) else None
+    unknown = unknown if isinstance(unknown, str) else None
+    if "any" in doc:
+        out = _any([evaluate(c, ctx, kb, row) for c in cond.rows("any")])
+        if out.value is False and because:
+            out.reasons = [fmt(because, ctx, row)]
+        if out.value is None and unknown is not None:
+            out.unknown = [fmt(unknown, ctx, row)]
         return out
-    if "not" in cond:
-        inner = evaluate(cond["not"], ctx, kb, row)
+    if "not" in doc:
+        inner = evaluate(cond.row("not"), ctx, kb, row)
         if inner.value is None:
-            return Outcome(None, unknown=[fmt(cond.get("unknown") or cond["because"], ctx, row)])
+            return Outcome(None, unknown=[fmt(unknown or str(because), ctx, row)])
         if inner.value:
-            return Outcome(False, reasons=[fmt(cond["because"], ctx, row)])
+            return Outcome(False, reasons=[fmt(str(because), ctx, row)])
         return Outcome(True)
-    if "test" in cond:
-        fn = TESTS.get(cond["test"])
+    if "test" in doc:
+        name = str(doc.get("test"))
+        fn = TESTS.get(name)
         if fn is None:
-            raise KeyError(f"unknown test {cond['test']!r}")
+            raise KeyError(f"unknown test {name!r}")
         out = fn(cond, ctx, kb, row)
-        if out.value is False and cond.get("because"):
+        if out.value is False and because:
             detail = "; ".join(out.reasons)
-            out.reasons = [fmt(cond["because"], ctx, row, detail=detail, **out.vars)]
+            out.reasons = [fmt(because, ctx, row, values={"detail": detail, **out.vars})]
         return out
-    if "fact" in cond:
+    if "fact" in doc:
         return _leaf(cond, ctx, row)
-    raise KeyError(f"not a condition: {sorted(cond)}")
+    raise KeyError(f"not a condition: {sorted(doc)}")
 
 
 def _all(parts: Sequence[Outcome]) -> Outcome:
@@ -195,7 +323,7 @@ def _all(parts: Sequence[Outcome]) -> Outcome:
 def _any(parts: Sequence[Outcome]) -> Outcome:
     for p in parts:
         if p.value is True:
-            return Outcome(True, warnings=list(p.warnings), effects=dict(p.effects), tags=list(p.tags))
+            return Outcome(True, warnings=list(p.warnings), effects=p.effects.copy(), tags=list(p.tags))
     unknown = [p for p in parts if p.value is None]
     if unknown:
         return Outcome(None, unknown=[w for p in unknown for w in p.unknown])
@@ -205,25 +333,26 @@ def _any(parts: Sequence[Outcome]) -> Outcome:
 _OPS = ("equals", "in", "contains", "gte", "lte", "gt", "lt", "specifier", "truthy")
 
 
-def _leaf(cond: Dict[str, Any], ctx: Ctx, row: Optional[Dict[str, Any]]) -> Outcome:
-    path = cond["fact"]
+def _leaf(cond: Row, ctx: RulesContext, row: Optional[Row]) -> Outcome:
+    doc = cond.doc
+    path = str(doc.get("fact"))
     value = lookup(ctx, path, row)
-    op = next((o for o in _OPS if o in cond), None)
+    op = next((o for o in _OPS if o in doc), None)
     if op is None:
         raise KeyError(f"condition on {path} has no operator")
-    operand = resolve(cond[op], ctx, row)
+    operand = resolve(doc.get(op), ctx, row)
     if value is None or (op == "specifier" and version(value) is None):
-        text = cond.get("unknown")
+        text = cond.string("unknown")
         if text is None:
             text = f"could not check {path} (not in the scan)"
-        return Outcome(None, unknown=[fmt(text, ctx, row, value=value, operand=operand)])
+        return Outcome(None, unknown=[fmt(text, ctx, row, values={"value": value, "operand": operand})])
     ok: bool
     if op == "equals":
         ok = value == operand
     elif op == "in":
-        ok = value in (operand or [])
+        ok = isinstance(operand, (list, tuple, str)) and value in operand
     elif op == "contains":
-        ok = operand in value
+        ok = isinstance(value, (list, tuple, str)) and operand in value
     elif op == "truthy":
         ok = bool(value) == bool(operand)
     elif op == "specifier":
@@ -237,11 +366,11 @@ def _leaf(cond: Dict[str, Any], ctx: Ctx, row: Optional[Dict[str, Any]]) -> Outc
         ok = {"gte": a >= b, "lte": a <= b, "gt": a > b, "lt": a < b}[op]
     if ok:
         return Outcome(True)
-    text = cond.get("because") or f"{path} is {{value}}, needs {op} {{operand}}"
-    return Outcome(False, reasons=[fmt(text, ctx, row, value=value, operand=operand)])
+    text = cond.string("because") or f"{path} is {{value}}, needs {op} {{operand}}"
+    return Outcome(False, reasons=[fmt(text, ctx, row, values={"value": value, "operand": operand})])
 
 
-def _num(v: Any) -> Optional[float]:
+def _num(v: object) -> Optional[float]:
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, (int, float)):
@@ -258,7 +387,7 @@ def _num(v: Any) -> Optional[float]:
 
 # --------------------------------------------------------------------------- named tests
 
-TestFn = Callable[[Dict[str, Any], Ctx, Kb, Optional[Dict[str, Any]]], Outcome]
+TestFn = Callable[[Row, RulesContext, Knowledge, Optional[Row]], Outcome]
 TESTS: Dict[str, TestFn] = {}
 
 

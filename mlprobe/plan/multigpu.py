@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
-from ..model.plan import GpuUse
+from ..model.facts import Facts, GpuFacts
+from ..model.plan import GpuUse, Plan
 
 # The variables that decide which GPUs a framework sees (host.py captures these into host.json).
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
@@ -79,9 +80,9 @@ def parse_visible(value: Optional[str], count: int, uuids: Sequence[Optional[str
     return Visibility(tuple(visible), variable, value, tuple(notes))
 
 
-def visibility(backend: str, gpus: Sequence[Dict[str, Any]], env: Mapping[str, Optional[str]]) -> Visibility:
+def visibility(backend: str, gpus: Sequence[GpuFacts], env: Mapping[str, Optional[str]]) -> Visibility:
     count = len(gpus)
-    uuids = [g.get("uuid") for g in gpus]
+    uuids = [g.uuid for g in gpus]
     if backend == "rocm":
         vis = Visibility(tuple(range(count)))
         notes: List[str] = []
@@ -127,31 +128,29 @@ def _how(framework: str, n: int, total: int) -> str:
     return f"{n} GPU(s) visible"
 
 
-def gpu_use(plan: Dict[str, Any], report: Dict[str, Any], env: Mapping[str, Optional[str]]) -> List[GpuUse]:
+def gpu_use(plan: Plan, facts: Facts, env: Mapping[str, Optional[str]]) -> List[GpuUse]:
     """For each framework's top recipe on a CUDA or ROCm backend: how many GPUs it will use, and how."""
-    top = plan.get("top") or {}
     out: List[GpuUse] = []
-    by_id = {r.get("recipe"): r for r in plan.get("recommended") or [] if isinstance(r, dict)}
-    for framework, recipe_id in top.items():
-        r = by_id.get(recipe_id)
+    by_id = {r.recipe: r for r in plan.recommended}
+    for framework, recipe_id in plan.top.items():
+        r = by_id.get(recipe_id) if recipe_id else None
         if not r:
             continue
-        backend = str(r.get("backend") or "")
+        backend = r.backend or ""
         vendor = _VENDOR.get(backend)
         if vendor is None:
             continue
-        gpus = [g for g in report.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+        gpus = [g for g in facts.gpus if g.vendor == vendor]
         # The recipe's own variables (ROCR_VISIBLE_DEVICES on an iGPU + dGPU machine) go into the
         # environment it installs, so they decide which GPUs it will use.
-        recipe_env = {str(k): str(v) for k, v in (r.get("env") or {}).items()}
-        vis = visibility(backend, gpus, {**dict(env), **recipe_env})
+        vis = visibility(backend, gpus, {**dict(env), **r.env})
         notes = list(vis.notes)
         if vendor == "nvidia":
-            names = {g.get("name") for g in gpus if g.get("name")}
+            names = {g.name for g in gpus if g.name}
             if len(vis.visible) > 1 and len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
                 notes.append("the GPUs differ and CUDA numbers them fastest first: set CUDA_DEVICE_ORDER=PCI_BUS_ID "
                              "so that cuda:N (and the indices in CUDA_VISIBLE_DEVICES) match nvidia-smi's GPU N")
-            mig = [i for i, g in enumerate(gpus) if str(g.get("mig_mode") or "").lower() == "enabled"]
+            mig = [i for i, g in enumerate(gpus) if (g.mig_mode or "").lower() == "enabled"]
             if mig:
                 notes.append("MIG is on for GPU " + ", ".join(str(i) for i in mig)
                              + ": CUDA shows its MIG instances instead, and one process uses one instance")

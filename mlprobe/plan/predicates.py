@@ -5,67 +5,67 @@ Importing this module registers them in mlprobe.plan.conditions.TESTS."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .conditions import Ctx, Kb, Outcome, cc_tuple, fmt, lookup, resolve, test
-from ..model.knowledge import newest_cuda, version
-
-
-def _toolkit_rows(kb: Kb) -> List[Dict[str, Any]]:
-    rows = (kb.get("nvidia_gpus") or {}).get("cuda_toolkit_min_driver") or []
-    return [r for r in rows if isinstance(r, dict) and r.get("cuda")]
+from .conditions import Effects, Outcome, cc_tuple, fmt, resolve, strs, test
+from ..model.context import AmdGpu, RulesContext
+from ..model.facts import GpuFacts
+from ..model.knowledge import Knowledge, Row, newest_cuda, version
 
 
-def _driver_column(ctx: Ctx) -> str:
+def _toolkit_rows(kb: Knowledge) -> Tuple[Row, ...]:
+    return tuple(r for r in kb.rows("nvidia_gpus", "cuda_toolkit_min_driver") if r.get("cuda"))
+
+
+def _driver_column(ctx: RulesContext) -> str:
     # In WSL2 the driver is the Windows one (nvidia-smi there prints the Windows number).
-    if lookup(ctx, "os.system") == "Windows" or lookup(ctx, "os.wsl"):
+    if ctx.os.system == "Windows" or ctx.os.wsl:
         return "windows"
     return "linux"
 
 
-def _threshold(row: Dict[str, Any], column: str) -> Optional[str]:
-    value = row.get(column)
+def _threshold(row: Row, column: str) -> Optional[str]:
+    value = row.text(column)
     if value is None and column == "windows":
-        value = row.get("linux")  # NVIDIA publishes no Windows number for 13.x [inference: same branch]
-    return str(value) if value is not None else None
+        value = row.text("linux")  # NVIDIA publishes no Windows number for 13.x [inference: same branch]
+    return value
 
 
-def ceiling_words(ctx: Ctx, kb: Kb) -> str:
+def ceiling_words(ctx: RulesContext, kb: Knowledge) -> str:
     """'CUDA 12.8', or what can be said when the driver predates every row of the table."""
     c = cuda_ceiling(ctx, kb)
     if c:
         return f"CUDA {c}"
     rows = _toolkit_rows(kb)
-    if rows and version(lookup(ctx, "nvidia.driver")) is not None:
-        oldest = min(rows, key=lambda r: version(r["cuda"]))  # type: ignore[arg-type, return-value]
-        return f"a CUDA older than {oldest['cuda']}"
+    if rows and version(ctx.nvidia.driver) is not None:
+        oldest = min(rows, key=lambda r: version(r.get("cuda")))  # type: ignore[arg-type, return-value]
+        return f"a CUDA older than {oldest.get('cuda')}"
     return "an unknown CUDA version"
 
 
-def cuda_ceiling(ctx: Ctx, kb: Kb) -> Optional[str]:
+def cuda_ceiling(ctx: RulesContext, kb: Knowledge) -> Optional[str]:
     """The newest CUDA the driver supports natively: nvidia-smi says it, or the toolkit table."""
-    stated = lookup(ctx, "nvidia.cuda_version")
+    stated = ctx.nvidia.cuda_version
     if stated:
         return str(stated)
-    return newest_cuda(_toolkit_rows(kb), lookup(ctx, "nvidia.driver"), _driver_column(ctx), infer_windows=True)
+    return newest_cuda([r.doc for r in _toolkit_rows(kb)], ctx.nvidia.driver, _driver_column(ctx),
+                       infer_windows=True)
 
 
 @test("cuda_driver_runs")
-def _cuda_driver_runs(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    need = str(resolve(cond["cuda"], ctx, row))
-    label = fmt(cond.get("label", "CUDA {row.cuda}"), ctx, row)
-    driver = lookup(ctx, "nvidia.driver")
+def _cuda_driver_runs(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    need = str(resolve(cond.get("cuda"), ctx, row))
+    label = fmt(cond.text("label", "CUDA {row.cuda}") or "", ctx, row)
+    driver = ctx.nvidia.driver
     ceiling = cuda_ceiling(ctx, kb)
     need_v = version(need)
     if ceiling is not None and version(ceiling) >= need_v:  # type: ignore[operator]
         return Outcome(True)
     column = _driver_column(ctx)
     major = need_v.major if need_v is not None else None
-    compat = next(
-        (r for r in (kb.get("nvidia_gpus") or {}).get("cuda_minor_compat", []) if r.get("major") == major), None
-    )
+    compat = next((r for r in kb.rows("nvidia_gpus", "cuda_minor_compat") if r.get("major") == major), None)
     minimum = _threshold(compat, column) if compat else None
-    native = next((_threshold(r, column) for r in _toolkit_rows(kb) if str(r["cuda"]) == need), None)
+    native = next((_threshold(r, column) for r in _toolkit_rows(kb) if r.text("cuda") == need), None)
     if driver is None:
         if ceiling is None:
             return Outcome(
@@ -113,34 +113,34 @@ def arch_coverage(archs: Sequence[str], cc: str) -> Optional[str]:
     return "ptx" if via_ptx else None
 
 
-def series_covering(cc: str, kb: Kb) -> List[str]:
+def series_covering(cc: str, kb: Knowledge) -> List[str]:
     """The wheel series (cu126, cu128, ...) whose x86_64 builds carry code for `cc`, oldest first."""
     seen: Dict[str, str] = {}
-    for r in (kb.get("torch_wheels") or {}).get("cuda") or []:
-        if r.get("archs") and arch_coverage(r["archs"], cc) is not None:
-            seen.setdefault(str(r["index"]), str(r.get("cuda", "")))
+    for r in kb.rows("torch_wheels", "cuda"):
+        if r.get("archs") and arch_coverage(r.texts("archs"), cc) is not None:
+            seen.setdefault(str(r.get("index")), r.text("cuda", "") or "")
     return sorted(seen, key=lambda idx: version(seen[idx]) or version("0"))  # type: ignore[arg-type, return-value]
 
 
 @test("cuda_archs_cover")
-def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    archs = resolve(cond["archs"], ctx, row) or []
-    if lookup(ctx, "cpu.arch") == "arm64" and "archs_aarch64" in cond:
-        arm = resolve(cond["archs_aarch64"], ctx, row)
+def _cuda_archs_cover(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    archs = strs(resolve(cond.get("archs"), ctx, row))
+    if ctx.cpu.arch == "arm64" and "archs_aarch64" in cond:
+        arm = resolve(cond.get("archs_aarch64"), ctx, row)
         if arm is not None:
-            archs = arm
-    label = fmt(cond.get("label", "these wheels"), ctx, row)
+            archs = strs(arm)
+    label = fmt(cond.text("label", "these wheels") or "", ctx, row)
     if not archs:
-        return Outcome(False, reasons=[f"{label} have no build for {lookup(ctx, 'cpu.arch') or 'this CPU'}"])
+        return Outcome(False, reasons=[f"{label} have no build for {ctx.cpu.arch or 'this CPU'}"])
     need = str(resolve(cond.get("cuda", "0"), ctx, row))
     ceiling = cuda_ceiling(ctx, kb)
     out = Outcome(True)
     shown = ", ".join(
         f"sm_{a.replace('.', '').replace('+PTX', '')}" + ("+PTX" if "+PTX" in a else "") for a in archs
     )
-    for gpu in lookup(ctx, "nvidia.gpus") or []:
-        cc = gpu.get("cc")
-        name = gpu.get("name") or "the NVIDIA GPU"
+    for gpu in ctx.nvidia.gpus:
+        cc = gpu.cc
+        name = gpu.name or "the NVIDIA GPU"
         if not cc:
             out.value = None if out.value is not False else False
             out.unknown.append(
@@ -175,38 +175,39 @@ def _cuda_archs_cover(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
 
 
 @test("cuda_min_cc")
-def _cuda_min_cc(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    minimum = str(resolve(cond["min"], ctx, row))
-    label = fmt(cond.get("label", "this build"), ctx, row)
+def _cuda_min_cc(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    minimum = str(resolve(cond.get("min"), ctx, row))
+    label = fmt(cond.text("label", "this build") or "", ctx, row)
     out = Outcome(True)
-    for gpu in lookup(ctx, "nvidia.gpus") or []:
-        cc = gpu.get("cc")
+    for gpu in ctx.nvidia.gpus:
+        cc = gpu.cc
         if not cc:
             out.value = None if out.value is not False else False
-            out.unknown.append(f"the compute capability of {gpu.get('name')} is unknown")
+            out.unknown.append(f"the compute capability of {gpu.name} is unknown")
         elif cc_tuple(cc) < cc_tuple(minimum):
             out.value = False
-            out.reasons.append(f"{label} needs compute capability >= {minimum}; {gpu.get('name')} is {cc}")
+            out.reasons.append(f"{label} needs compute capability >= {minimum}; {gpu.name} is {cc}")
     return out
 
 
-def _override_rows(kb: Kb) -> Dict[str, Dict[str, Any]]:
-    return {r["gfx"]: r for r in (kb.get("rocm") or {}).get("overrides", [])}
+def _by_gfx(kb: Knowledge, key: str) -> Dict[str, Row]:
+    return {str(r.get("gfx")): r for r in kb.rows("rocm", key)}
 
 
 @test("rocm_gfx_supported")
-def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    built = set(resolve(cond["gfx"], ctx, row) or [])
-    label = fmt(cond.get("label", "these wheels"), ctx, row)
-    targets = lookup(ctx, "amd.targets") or []
-    overrides = _override_rows(kb)
-    breaks = {r["gfx"]: r for r in (kb.get("rocm") or {}).get("override_breaks", [])}
-    dropped = {r["gfx"]: r for r in (kb.get("rocm") or {}).get("not_in_rocm_matrix", [])}
+def _rocm_gfx_supported(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    built = set(strs(resolve(cond.get("gfx"), ctx, row)))
+    label = fmt(cond.text("label", "these wheels") or "", ctx, row)
+    targets = ctx.amd.targets
+    overrides = _by_gfx(kb, "overrides")
+    breaks = _by_gfx(kb, "override_breaks")
+    dropped = _by_gfx(kb, "not_in_rocm_matrix")
     out = Outcome(True)
     env_values = set()
     per_gpu: Dict[int, str] = {}  # index among the AMD GPUs -> override
+    env: Dict[str, str] = {}
     for gpu in targets:
-        gfx, name = gpu.get("gfx"), gpu.get("name") or "the AMD GPU"
+        gfx, name = gpu.gfx, gpu.name or "the AMD GPU"
         if not gfx:
             # No evidence, no ROCm: an install that cannot work costs more than a missed one.
             out.value = False
@@ -217,30 +218,30 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
             continue
         if gfx in built:
             if gfx in dropped:
-                out.warnings.append(f"{name} ({gfx}): {dropped[gfx]['note']}")
+                out.warnings.append(f"{name} ({gfx}): {dropped[gfx].get('note')}")
             continue
         ov = overrides.get(gfx)
-        if ov and ov["runs_as"] in built:
-            env_values.add(ov["override"])
-            per_gpu[int(gpu.get("index") or 0)] = str(ov["override"])
+        if ov and ov.text("runs_as") in built:
+            env_values.add(str(ov.get("override")))
+            per_gpu[gpu.index] = str(ov.get("override"))
             text = (
                 f"{label} are not built for {gfx} ({name}); "
-                f"HSA_OVERRIDE_GFX_VERSION={ov['override']} runs it "
-                f"as {ov['runs_as']} (unofficial)"
+                f"HSA_OVERRIDE_GFX_VERSION={ov.get('override')} runs it "
+                f"as {ov.get('runs_as')} (unofficial)"
             )
-            if gpu.get("runtime_gfx") == ov["runs_as"]:
+            if gpu.runtime_gfx == ov.get("runs_as"):
                 text += "; the scan shows the override already in effect"
             if ov.get("caveat"):
-                text += f"; {ov['caveat']}"
+                text += f"; {ov.get('caveat')}"
             out.warnings.append(text)
-            out.effects["unofficial"] = True
+            out.effects.unofficial = True
             continue
         out.value = False
         if gfx in breaks:
             b = breaks[gfx]
             out.reasons.append(
                 f"{label} are not built for {gfx} ({name}), and no override maps it to a built "
-                f"target (HSA_OVERRIDE_GFX_VERSION={b['override']}: {b['why']})"
+                f"target (HSA_OVERRIDE_GFX_VERSION={b.get('override')}: {b.get('why')})"
             )
         else:
             out.reasons.append(
@@ -250,53 +251,53 @@ def _rocm_gfx_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Di
     if not targets:
         return Outcome(False, reasons=["no AMD GPU was found"])
     if env_values:
-        env, why = override_env(lookup(ctx, "amd.gpus") or [], targets, per_gpu)
-        if env is None:
+        found, why = override_env(ctx.amd.gpus, targets, per_gpu)
+        if found is None:
             out.value = False
             out.reasons.append(why)
         else:
-            out.effects.setdefault("env", {}).update(env)
-            out.effects["hsa_override"] = sorted(env_values)[0] if len(env_values) == 1 else None
-    out.effects.setdefault("env", {}).update(visible_env(lookup(ctx, "amd.gpus") or [], targets))
-    if not out.effects["env"]:
-        del out.effects["env"]
-    if any(g.get("integrated") for g in targets):
-        out.effects["integrated"] = True
-    others = lookup(ctx, "amd.others") or []
+            env.update(found)
+            out.effects.hsa_override = sorted(env_values)[0] if len(env_values) == 1 else None
+    env.update(visible_env(ctx.amd.gpus, targets))
+    if env:
+        out.effects.env = env
+    if any(g.integrated for g in targets):
+        out.effects.integrated = True
+    others = ctx.amd.others
     if others and out.value is not False:
         out.warnings.append(
             "also visible to ROCm: "
-            + ", ".join(f"{g.get('name')} ({g.get('gfx')})" for g in others)
+            + ", ".join(f"{g.name} ({g.gfx})" for g in others)
             + "; ROCR_VISIBLE_DEVICES in the environment keeps only "
-            + ", ".join(str(g.get("name")) for g in targets)
+            + ", ".join(str(g.name) for g in targets)
         )
     return out
 
 
-def override_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]],
+def override_env(gpus: Sequence[AmdGpu], targets: Sequence[AmdGpu],
                  per_gpu: Dict[int, str]) -> Tuple[Optional[Dict[str, str]], str]:
     """The override variables for the GPUs that need one. ROCm's thunk reads
     HSA_OVERRIDE_GFX_VERSION_<node> (the KFD node, rocminfo's `Node:`) before HSA_OVERRIDE_GFX_VERSION
     (ROCR-Runtime libhsakmt/src/topology.c): one value for every GPU when that is right, else one
     variable per node. None (with the reason) when the values differ and a node number is unknown."""
     values = set(per_gpu.values())
-    others = [g for g in gpus if int(g.get("index") or 0) not in per_gpu]
+    others = [g for g in gpus if g.index not in per_gpu]
     if len(values) == 1 and not others:
         return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""
-    nodes = {i: next((g.get("node") for g in gpus if int(g.get("index") or 0) == i), None) for i in per_gpu}
+    nodes = {i: next((g.node for g in gpus if g.index == i), None) for i in per_gpu}
     if all(isinstance(n, int) for n in nodes.values()):
         return {f"HSA_OVERRIDE_GFX_VERSION_{nodes[i]}": v for i, v in sorted(per_gpu.items())}, ""
     # Without node numbers one global value is right only when every GPU it would rename that does
     # not need it is hidden anyway (an iGPU left out by visible_env).
-    target_ids = {int(g.get("index") or 0) for g in targets}
-    if len(values) == 1 and not any(int(g.get("index") or 0) in target_ids for g in others):
+    target_ids = {g.index for g in targets}
+    if len(values) == 1 and not any(g.index in target_ids for g in others):
         return {"HSA_OVERRIDE_GFX_VERSION": values.pop()}, ""
     return None, ("the AMD GPUs need different HSA_OVERRIDE_GFX_VERSION values (one for each, or none for "
                   "some) and the capture does not give their KFD node numbers (for "
                   "HSA_OVERRIDE_GFX_VERSION_<node>); run one at a time")
 
 
-def visible_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]]) -> Dict[str, str]:
+def visible_env(gpus: Sequence[AmdGpu], targets: Sequence[AmdGpu]) -> Dict[str, str]:
     """On a machine with an integrated and a discrete AMD GPU, the runtime sees both, and a framework
     built for the discrete card's target then trips over the iGPU (no kernels for it, or device 0 is
     the iGPU). ROCR_VISIBLE_DEVICES (indices or UUIDs, read by the ROCm runtime) keeps only the
@@ -305,13 +306,13 @@ def visible_env(gpus: Sequence[Dict[str, Any]], targets: Sequence[Dict[str, Any]
         return {}
     ids = []
     for g in targets:
-        uuid = str(g.get("uuid") or "")
-        ids.append(uuid if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) else str(int(g.get("index") or 0)))
+        uuid = g.uuid or ""
+        ids.append(uuid if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) else str(g.index))
     return {"ROCR_VISIBLE_DEVICES": ",".join(ids), "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(ids)))}
 
 
-def _amd_target_rows(kb: Kb) -> Dict[str, Dict[str, Any]]:
-    return {str(r["gfx"]): r for r in (kb.get("amd_wheels") or {}).get("targets", []) if r.get("gfx")}
+def _amd_target_rows(kb: Knowledge) -> Dict[str, Row]:
+    return {str(r.get("gfx")): r for r in kb.rows("amd_wheels", "targets") if r.get("gfx")}
 
 
 _AMD_STATUS_WORDS = {"release-ready": "Release Ready", "sanity-tested": "Sanity Tested",
@@ -319,32 +320,32 @@ _AMD_STATUS_WORDS = {"release-ready": "Release Ready", "sanity-tested": "Sanity 
 
 
 @test("amd_native_target")
-def _amd_native_target(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+def _amd_native_target(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
     """AMD's own wheels carry native kernels for the target GPU (knowledge/amd_wheels.json): no
     override. The device extra goes into the install (`effects.amd_device_extra`); a target AMD
     marks only Build Passing on this OS fits as unverified (AMD: pip install works, the runtime may not)."""
-    targets = lookup(ctx, "amd.targets") or []
+    targets = ctx.amd.targets
     if not targets:
         return Outcome(False, reasons=["no AMD GPU was found"])
-    if lookup(ctx, "os.wsl"):
+    if ctx.os.wsl:
         return Outcome(False, reasons=[
             "AMD does not yet document its pip wheels inside WSL2 (TheRock's RELEASES.md keeps the WSL "
             "section commented out); PyTorch's ROCm wheels with AMD's WSL runtime are the WSL2 path"])
-    system = lookup(ctx, "os.system")
+    system = ctx.os.system
     rows = _amd_target_rows(kb)
     out = Outcome(True)
     extras: List[str] = []
     for gpu in targets:
-        gfx, name = gpu.get("gfx"), gpu.get("name") or "the AMD GPU"
+        gfx, name = gpu.gfx, gpu.name or "the AMD GPU"
         if not gfx:
             out.value = False
             out.reasons.append(f"the gfx target of {name} is unknown, so AMD's wheel for it cannot be chosen")
             continue
         r = rows.get(gfx)
-        status = ((r or {}).get("status") or {}).get(system) if system else None
+        status = r.row("status").get(system) if r is not None and system else None
         if r is None or not r.get("extra"):
             out.value = False
-            note = f" ({r['note']})" if r and r.get("note") else ""
+            note = f" ({r.get('note')})" if r and r.get("note") else ""
             out.reasons.append(f"AMD's wheels have no device package for {gfx} ({name}){note}")
             continue
         if system is None:
@@ -352,43 +353,43 @@ def _amd_native_target(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dic
             out.unknown.append(f"the OS is unknown; AMD lists {gfx} per OS (Linux, Windows)")
         elif status is None:
             out.value = False
-            listed = ", ".join(sorted(r.get("status") or {})) or "no OS"
+            listed = ", ".join(sorted(r.row("status").keys())) or "no OS"
             out.reasons.append(f"AMD builds no {system} wheels for {gfx} ({name}); it lists {listed}")
             continue
         elif status == "build-passing":
-            out.effects["unofficial"] = True
+            out.effects.unofficial = True
             out.warnings.append(
                 f"AMD marks {gfx} ({name}) on {system} Build Passing only: pip install works, but AMD has not "
                 "tested the runtime on it (device enumeration, kernel launch or library loads may fail)")
         if r.get("caveat"):
-            out.warnings.append(f"{gfx}: {r['caveat']}")
-        runtime = gpu.get("runtime_gfx")
+            out.warnings.append(f"{gfx}: {r.get('caveat')}")
+        runtime = gpu.runtime_gfx
         if runtime and runtime != gfx:
             out.warnings.append(
                 f"the scan shows HSA_OVERRIDE_GFX_VERSION in effect ({name} runs as {runtime}): unset it "
                 f"for these wheels, which carry {gfx}'s own kernels and none for {runtime}")
-        extras.append(str(r["extra"]))
+        extras.append(str(r.get("extra")))
     if out.value is not False:
-        out.effects["amd_device_extra"] = ",".join(dict.fromkeys(extras))
-        env = visible_env(lookup(ctx, "amd.gpus") or [], targets)
+        out.effects.amd_device_extra = ",".join(dict.fromkeys(extras))
+        env = visible_env(ctx.amd.gpus, targets)
         if env:
-            out.effects["env"] = env
-        if any(g.get("integrated") for g in targets):
-            out.effects["integrated"] = True
-        others = lookup(ctx, "amd.others") or []
+            out.effects.env = env
+        if any(g.integrated for g in targets):
+            out.effects.integrated = True
+        others = ctx.amd.others
         if others:
             out.warnings.append(
-                "also visible to ROCm: " + ", ".join(f"{g.get('name')} ({g.get('gfx')})" for g in others)
+                "also visible to ROCm: " + ", ".join(f"{g.name} ({g.gfx})" for g in others)
                 + "; ROCR_VISIBLE_DEVICES in the environment keeps only "
-                + ", ".join(str(g.get("name")) for g in targets))
+                + ", ".join(str(g.name) for g in targets))
     return out
 
 
 @test("rocm_wsl_ok")
-def _rocm_wsl_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    if not lookup(ctx, "os.wsl"):
+def _rocm_wsl_ok(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    if not ctx.os.wsl:
         return Outcome(True)
-    families = (kb.get("rocm") or {}).get("wsl_gfx_families", [])
+    families = kb.rows("rocm", "wsl_gfx_families")
     out = Outcome(
         True,
         warnings=[
@@ -396,24 +397,24 @@ def _rocm_wsl_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str,
             "driver (official from 24.12.1) with AMD's WSL runtime"
         ],
     )
-    for gpu in lookup(ctx, "amd.targets") or []:
-        gfx = gpu.get("gfx") or ""
-        if not any(gfx.startswith(f["prefix"]) for f in families):
+    for gpu in ctx.amd.targets:
+        gfx = gpu.gfx or ""
+        if not any(gfx.startswith(f.text("prefix") or "") for f in families):
             out.value = False
-            names = ", ".join(f"{f['prefix']}x ({f['family']})" for f in families)
+            names = ", ".join(f"{f.get('prefix')}x ({f.get('family')})" for f in families)
             out.reasons.append(
-                f"ROCm in WSL2 exposes only {names} GPUs; {gpu.get('name')} is {gfx or 'unknown'} "
+                f"ROCm in WSL2 exposes only {names} GPUs; {gpu.name} is {gfx or 'unknown'} "
                 "(AMD: RDNA2 and older are not supported under WSL, and hang)"
             )
     return out
 
 
 @test("windows_build_ok")
-def _windows_build_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    native, wsl = int(cond["native_min"]), int(cond["wsl_min"])
-    what = cond.get("what", "this package")
-    build = lookup(ctx, "os.windows_build")
-    if lookup(ctx, "os.wsl"):
+def _windows_build_ok(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    native, wsl = int(cond.integer("native_min") or 0), int(cond.integer("wsl_min") or 0)
+    what = cond.text("what", "this package")
+    build = ctx.os.windows_build
+    if ctx.os.wsl:
         if build is None:
             return Outcome(
                 None,
@@ -425,7 +426,7 @@ def _windows_build_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
         return Outcome(
             build >= wsl, reasons=[f"{what} in WSL2 needs Windows build >= {wsl}; this is {build}"]
         )
-    system = lookup(ctx, "os.system")
+    system = ctx.os.system
     if system == "Windows":
         if build is None:
             return Outcome(None, unknown=[f"{what} needs Windows 10 build >= {native}; the build is unknown"])
@@ -436,28 +437,28 @@ def _windows_build_ok(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict
 
 
 @test("gpu_vendor_present")
-def _gpu_vendor_present(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    vendors = resolve(cond["vendors"], ctx, row) or []
-    pool = lookup(ctx, cond.get("pool", "metal.gpus")) or []
-    hits = [g for g in pool if g.get("vendor") in vendors]
+def _gpu_vendor_present(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    vendors = strs(resolve(cond.get("vendors"), ctx, row))
+    pool = ctx.metal.gpus  # the GPUs Metal can use: the one pool this test reads
+    hits = [g for g in pool if g.vendor in vendors]
     if hits:
-        return Outcome(True, effects={"device_name": hits[0].get("name")})
-    seen = ", ".join(f"{g.get('name')} ({g.get('vendor')})" for g in pool) or "none"
+        return Outcome(True, effects=Effects(device_name=hits[0].name))
+    seen = ", ".join(f"{g.name} ({g.vendor})" for g in pool) or "none"
     words = {"vendors": " or ".join(vendors), "seen": seen}
     return Outcome(False, reasons=[f"needs a {words['vendors']} GPU; Metal GPUs seen: {seen}"], vars=words)
 
 
-def _xpu_supported(gpu: Dict[str, Any], kb: Kb) -> Optional[bool]:
-    pci = (gpu.get("pci_device_id") or "").lower()
+def _xpu_supported(gpu: GpuFacts, kb: Knowledge) -> Optional[bool]:
+    pci = (gpu.pci_device_id or "").strip().lower()
     if pci:
-        for r in (kb.get("intel_gpus") or {}).get("rows", []):
-            if str(r.get("pci_device_id", "")).lower() == pci:
-                return bool(r.get("xpu_supported"))
-    name = gpu.get("name") or ""
+        for r in kb.rows("intel_gpus", "rows"):
+            if (r.text("pci_device_id", "") or "").lower() == pci:
+                return r.flag("xpu_supported")
+    name = _name(gpu)
     if not name:
         return None
-    for r in (kb.get("intel_gpus") or {}).get("xpu_supported_names", []):
-        if re.search(r["pattern"], name, re.I):
+    for r in kb.rows("intel_gpus", "xpu_supported_names"):
+        if re.search(str(r.get("pattern")), name, re.I):
             return True
     return False
 
@@ -465,16 +466,16 @@ def _xpu_supported(gpu: Dict[str, Any], kb: Kb) -> Optional[bool]:
 _D3D12_VENDORS = ("nvidia", "amd", "intel", "qualcomm")
 
 
-def _directml_missing(ctx: Ctx, kb: Kb) -> List[str]:
+def _directml_missing(ctx: RulesContext, kb: Knowledge) -> List[str]:
     """Why no GPU can run DirectML, naming the condition that failed: the Windows build (before
     directml.json's oldest windows_min_build, 16299 = Windows 10 1709), a GPU the Windows probe
     judged without DirectX 12 (dxdiag lists no 12_x feature level for it, or it runs on Microsoft's
     Basic Display driver), a GPU in NVIDIA's TCC driver model, or no GPU at all."""
-    builds = [r["windows_min_build"] for r in (kb.get("directml") or {}).get("packages", [])
-              if isinstance(r, dict) and isinstance(r.get("windows_min_build"), int)]
-    minimum = min(builds) if builds else 16299
-    system, wsl, build = lookup(ctx, "os.system"), lookup(ctx, "os.wsl"), lookup(ctx, "os.windows_build")
-    gpus = [g for g in lookup(ctx, "gpus") or [] if g.get("vendor") in _D3D12_VENDORS]
+    builds = [r.get("windows_min_build") for r in kb.rows("directml", "packages")]
+    ints = [b for b in builds if isinstance(b, int) and not isinstance(b, bool)]
+    minimum = min(ints) if ints else 16299
+    system, wsl, build = ctx.os.system, ctx.os.wsl, ctx.os.windows_build
+    gpus = [g for g in ctx.gpus if g.vendor in _D3D12_VENDORS]
     out: List[str] = []
     if system not in (None, "Windows") and not wsl:
         out.append(f"DirectML runs on Windows (10 1709, build {minimum}, or later) or in WSL2, not on {system}")
@@ -482,16 +483,16 @@ def _directml_missing(ctx: Ctx, kb: Kb) -> List[str]:
         out.append(f"Windows build {build} is older than {minimum} (Windows 10 1709), the first DirectML runs on")
     else:
         for g in gpus:
-            if "windows" not in (g.get("sources") or []):
-                if system == "Windows" and g.get("vendor") == "nvidia":
+            if "windows" not in g.sources:
+                if system == "Windows" and g.vendor == "nvidia":
                     # Windows and an NVIDIA GPU the DirectML pool left out: nvidia-smi's TCC driver model.
-                    out.append(f"{g.get('name') or 'the NVIDIA GPU'} runs in NVIDIA's TCC driver model, which "
+                    out.append(f"{g.name or 'the NVIDIA GPU'} runs in NVIDIA's TCC driver model, which "
                                "DirectX (and so DirectML) cannot see; switch it to WDDM or MCDM (nvidia-smi -dm)")
-            elif not g.get("name"):
-                out.append(f"the {g.get('vendor')} GPU runs on Microsoft's Basic Display driver, which offers no "
+            elif not g.name:
+                out.append(f"the {g.vendor} GPU runs on Microsoft's Basic Display driver, which offers no "
                            "DirectX 12: install its vendor's driver")
             else:
-                out.append(f"{g.get('name')} has no DirectX 12 feature level (12_x) in dxdiag, so no DirectX 12 "
+                out.append(f"{g.name} has no DirectX 12 feature level (12_x) in dxdiag, so no DirectX 12 "
                            "device for DirectML (its driver or the GPU is too old)")
     if not out:
         out.append("no GPU that DirectML can use was found (DirectML needs a DirectX 12 GPU on "
@@ -500,31 +501,33 @@ def _directml_missing(ctx: Ctx, kb: Kb) -> List[str]:
 
 
 @test("directml_gpu")
-def _directml_gpu(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    gpus = lookup(ctx, "directml.gpus") or []
+def _directml_gpu(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    gpus = ctx.directml.gpus
     if not gpus:
         return Outcome(False, reasons=_directml_missing(ctx, kb))
-    best = sorted(gpus, key=lambda g: (bool(g.get("integrated")), g.get("vendor") == "intel"))[0]
-    return Outcome(
-        True, effects={"device_name": best.get("name"), "integrated": bool(best.get("integrated"))}
-    )
+    best = sorted(gpus, key=lambda g: (bool(g.integrated), g.vendor == "intel"))[0]
+    return Outcome(True, effects=Effects(device_name=_name(best), integrated=bool(best.integrated)))
+
+
+def _name(gpu: GpuFacts) -> Optional[str]:
+    return gpu.name if gpu.name and gpu.name.strip() else None
 
 
 @test("xpu_gpu_supported")
-def _xpu_gpu_supported(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
-    gpus = lookup(ctx, "intel.gpus") or []
+def _xpu_gpu_supported(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    gpus = ctx.intel.gpus
     if not gpus:
         return Outcome(False, reasons=["no Intel GPU was found"])
     verdicts = [(g, _xpu_supported(g, kb)) for g in gpus]
     good = [g for g, ok in verdicts if ok]
     if good:
-        g = sorted(good, key=lambda x: bool(x.get("integrated")))[0]
-        return Outcome(True, effects={"integrated": bool(g.get("integrated")), "device_name": g.get("name")})
+        g = sorted(good, key=lambda x: bool(x.integrated))[0]
+        return Outcome(True, effects=Effects(integrated=bool(g.integrated), device_name=_name(g)))
     if all(ok is None for _, ok in verdicts):
         return Outcome(
             None, unknown=["the Intel GPU's model is unknown, so XPU support could not be checked"]
         )
-    names = ", ".join(str(g.get("name")) for g in gpus)
+    names = ", ".join(str(_name(g)) for g in gpus)
     return Outcome(
         False,
         reasons=[
@@ -544,28 +547,27 @@ PLAIDML_ID = re.compile(r"^[a-z0-9_.,:()\[\]+\-/@]{1,200}$")
 PLAIDML_ID_ALPHABET = "letters, digits and _ . , : ( ) [ ] + - / @"
 
 
-def plaidml_opencl_id(vendor: Optional[str], name: str, kb: Kb) -> str:
-    rule: Dict[str, Any] = next(
-        (r for r in (kb.get("plaidml") or {}).get("device_ids", []) if r.get("hal") == "opencl"), {}
-    )
+def plaidml_opencl_id(vendor: Optional[str], name: str, kb: Knowledge) -> str:
+    rule = next((r for r in kb.rows("plaidml", "device_ids") if r.get("hal") == "opencl"), Row())
     short = vendor or ""
-    for key, value in (rule.get("vendor_map") or dict(_PML_VENDORS)).items():
+    vendor_map = rule.row("vendor_map")
+    for key, value in ([(k, vendor_map.text(k) or "") for k in vendor_map.keys()] if vendor_map else _PML_VENDORS):
         if key.lower() in (vendor or "").lower():
             short = value
             break
-    for prefix in rule.get("strip_prefixes", ["Intel(R) ", "AMD "]):
+    for prefix in rule.texts("strip_prefixes") if "strip_prefixes" in rule else ("Intel(R) ", "AMD "):
         if name.startswith(prefix):
             name = name[len(prefix) :]
     return ("opencl " + short + " " + name).strip().lower().replace(" ", "_")
 
 
 @test("plaidml_device")
-def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+def _plaidml_device(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
     """Pick the device plaidml-setup would offer first, without asking: a discrete GPU, then an integrated
     one, then llvm_cpu.0 (which needs PLAIDML_EXPERIMENTAL=1)."""
     cands: List[Tuple[int, str, bool, str, bool]] = []  # (speed, id, experimental, name, integrated)
-    system = lookup(ctx, "os.system")
-    defaults = {r["hal"]: r["vendors"] for r in (kb.get("plaidml") or {}).get("default_config_vendors", [])}
+    system = ctx.os.system
+    defaults = {str(r.get("hal")): r.texts("vendors") for r in kb.rows("plaidml", "default_config_vendors")}
     seen: Dict[str, int] = {}
 
     def uniq(base: str) -> str:
@@ -574,30 +576,30 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
         return f"{base}.{n}"
 
     if system == "Darwin":
-        for g in lookup(ctx, "metal.gpus") or []:
-            if g.get("inferred"):
+        for g in ctx.metal.gpus:
+            if g.inferred:
                 continue
-            did = uniq("metal " + str(g.get("name")).lower().replace(" ", "_")).replace(" ", "_")
-            integ = bool(g.get("integrated"))
+            did = uniq("metal " + str(g.name).lower().replace(" ", "_")).replace(" ", "_")
+            integ = bool(g.integrated)
             cands.append(
                 (
                     20 if integ else 40,
                     did,
-                    g.get("vendor") not in defaults.get("metal", []),
-                    str(g.get("name")),
+                    g.vendor not in defaults.get("metal", ()),
+                    str(g.name),
                     integ,
                 )
             )
-    for d in lookup(ctx, "opencl.gpu_devices") or []:
-        did = uniq(plaidml_opencl_id(d.get("vendor"), str(d.get("name")), kb))
-        integ = bool(d.get("integrated"))
+    for d in ctx.opencl.gpu_devices:
+        did = uniq(plaidml_opencl_id(d.vendor, str(d.name), kb))
+        integ = bool(d.integrated)
         vendor_short = did.split("_")[1] if "_" in did else ""
         cands.append(
             (
                 20 if integ else 40,
                 did,
-                vendor_short not in defaults.get("opencl", []),
-                str(d.get("name")),
+                vendor_short not in defaults.get("opencl", ()),
+                str(d.name),
                 integ,
             )
         )
@@ -608,18 +610,18 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
     speed, did, experimental, name, integ = cands[0]
     out = Outcome(
         True,
-        effects={
-            "device_id": did,
-            "device_name": name,
-            "experimental": experimental,
-            "speed": speed,
-            "integrated": integ,
-            "env": {
+        effects=Effects(
+            device_id=did,
+            device_name=name,
+            experimental=experimental,
+            speed=speed,
+            integrated=integ,
+            env={
                 "PLAIDML_DEVICE_IDS": did,
                 "PLAIDML_EXPERIMENTAL": "1" if experimental else "0",
                 "KERAS_BACKEND": "plaidml.keras.backend",
             },
-        },
+        ),
     )
     for c in left_out:
         out.warnings.append(
@@ -627,7 +629,7 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
             f"device id is made of ({PLAIDML_ID_ALPHABET}); if it is real, choose it with plaidml-setup"
         )
     if did == "llvm_cpu.0":
-        if lookup(ctx, "opencl.known") is False and lookup(ctx, "gpus"):
+        if ctx.opencl.known is False and ctx.gpus:
             out.warnings.append(
                 "the capture lists no OpenCL devices, so PlaidML falls back to llvm_cpu.0; "
                 "install the GPU's OpenCL driver (and clinfo) to use the GPU"
@@ -642,21 +644,21 @@ def _plaidml_device(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[s
 
 
 @test("arch_has_build")
-def _arch_has_build(cond: Dict[str, Any], ctx: Ctx, kb: Kb, row: Optional[Dict[str, Any]]) -> Outcome:
+def _arch_has_build(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
     """Does `framework` publish installable builds for this CPU architecture (cpu_archs.json
     `frameworks` rows)? A row with pip false says, in words, what exists instead (conda-forge, a
     source build)."""
-    framework = str(cond["framework"])
-    arch = lookup(ctx, "cpu.arch")
-    name = cond.get("name", framework)
+    framework = str(cond.get("framework"))
+    arch = ctx.cpu.arch
+    name = cond.text("name", framework)
     if not arch:
-        text = cond.get("unknown") or f"the CPU architecture is unknown; {name} has x86_64 and ARM64 wheels"
+        text = cond.text("unknown") or f"the CPU architecture is unknown; {name} has x86_64 and ARM64 wheels"
         return Outcome(None, unknown=[text])
-    rows = [r for r in (kb.get("cpu_archs") or {}).get("frameworks", []) if isinstance(r, dict)]
-    hit = next((r for r in rows if r.get("framework") == framework and arch in (r.get("arch") or [])), None)
+    rows = kb.rows("cpu_archs", "frameworks")
+    hit = next((r for r in rows if r.get("framework") == framework and arch in r.texts("arch")), None)
     if hit is None:
         return Outcome(False, reasons=[f"{name} publishes no build for {arch}"])
     if hit.get("pip"):
         return Outcome(True)
-    return Outcome(False, reasons=[str(hit.get("how", "")).replace("{arch}", str(arch))])
+    return Outcome(False, reasons=[(hit.text("how", "") or "").replace("{arch}", str(arch))])
 

@@ -8,23 +8,26 @@ they read in mlprobe.plan.context; this module evaluates whole recipes, picking 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from . import predicates, predicates_hw  # noqa: F401  (importing them registers the named tests)
-from .conditions import TESTS, Ctx, Kb, Outcome, evaluate, fmt, lookup, resolve
-from ..model.knowledge import version
-from .context import derive_facts, sanitise_report
+from .conditions import TESTS, Effects, Outcome, evaluate, fmt, lookup, resolve
+from ..model.context import RulesContext
+from ..model.contract import contract, Record
+from ..model.knowledge import Knowledge, Row, version
+from ..model.recipe import Recipe
+from .context import derive
 from .predicates import arch_coverage, cuda_ceiling, plaidml_opencl_id
 
 __all__ = [
     "TESTS",
-    "Ctx",
-    "Kb",
+    "Effects",
     "Outcome",
+    "Variant",
     "Verdict",
     "arch_coverage",
     "cuda_ceiling",
-    "derive_facts",
+    "derive",
     "evaluate",
     "evaluate_recipe",
     "fmt",
@@ -32,10 +35,19 @@ __all__ = [
     "plaidml_opencl_id",
     "predicates",
     "resolve",
-    "sanitise_report",
-    "table_rows",
     "version",
 ]
+
+
+@contract
+class Variant(Record):
+    """One knowledge row a recipe tried (a torch release x wheel index): its label, whether it fits,
+    and why not (`plan --why-not`)."""
+
+    label: str
+    fits: Optional[bool]
+    reasons: Tuple[str, ...]
+    unknown: Tuple[str, ...]
 
 
 @dataclass
@@ -44,45 +56,33 @@ class Verdict:
     fits: bool
     reasons: List[str]
     warnings: List[str]
-    row: Optional[Dict[str, Any]] = None  # the knowledge row (variant) chosen
-    effects: Dict[str, Any] = field(default_factory=dict)
+    row: Optional[Row] = None  # the knowledge row (variant) chosen
+    effects: Effects = field(default_factory=Effects)
     unknown: List[str] = field(default_factory=list)  # what could not be checked
     newer_rejected: bool = False  # a newer row of the table did not fit: pin the version
-    variants: List[Dict[str, Any]] = field(default_factory=list)  # every row tried: label, fits, reasons
+    variants: List[Variant] = field(default_factory=list)  # every row tried
 
 
 # --------------------------------------------------------------------------- recipes
 
 
-def _row_label(spec: Dict[str, Any], ctx: Ctx, row: Dict[str, Any]) -> str:
-    return fmt(spec.get("label", "{row.index}"), ctx, row)
-
-
-def table_rows(kb: Kb, ref: str) -> List[Dict[str, Any]]:
-    stem, _, key = ref.partition(".")
-    rows = (kb.get(stem) or {}).get(key) or []
-    return [r for r in rows if isinstance(r, dict)]
-
-
-def evaluate_recipe(recipe: Dict[str, Any], ctx: Ctx, kb: Kb) -> Verdict:
-    rid = recipe["id"]
-    base = evaluate(recipe.get("conditions") or {"all": []}, ctx, kb)
+def evaluate_recipe(recipe: Recipe, ctx: RulesContext, kb: Knowledge) -> Verdict:
+    rid = recipe.id
+    base = evaluate(recipe.conditions, ctx, kb)
     reasons, warnings = list(base.reasons), list(base.warnings)
     unknown_notes = list(base.unknown)
-    effects = dict(base.effects)
-    row: Optional[Dict[str, Any]] = None
-    variants: List[Dict[str, Any]] = []
+    effects = base.effects.copy()
+    row: Optional[Row] = None
+    variants: List[Variant] = []
     newer_rejected = False
     value = base.value
-    spec = recipe.get("variants")
+    spec = recipe.variants
     if spec:
-        rows = table_rows(kb, spec["table"])
-        tried = [(r, evaluate(spec.get("conditions") or {"all": []}, ctx, kb, r)) for r in rows]
-        variants = [
-            {"label": _row_label(spec, ctx, r), "fits": o.value, "reasons": o.reasons, "unknown": o.unknown}
-            for r, o in tried
-        ]
-        pick = _pick_row(tried, spec.get("group_by"))
+        rows = kb.at(spec.table)
+        tried = [(r, evaluate(spec.conditions, ctx, kb, r)) for r in rows]
+        label = spec.label if spec.label is not None else "{row.index}"
+        variants = [Variant(fmt(label, ctx, r), o.value, tuple(o.reasons), tuple(o.unknown)) for r, o in tried]
+        pick = _pick_row(tried, spec.group_by)
         if base.value is False:
             pass  # the recipe is out already; the rows' reasons stay in `variants` for --why-not
         elif pick is None:
@@ -95,16 +95,14 @@ def evaluate_recipe(recipe: Dict[str, Any], ctx: Ctx, kb: Kb) -> Verdict:
             effects.update(o.effects)
             if o.value is None and value is True:
                 value = None
+            key = spec.version_key or "torch"
             newer_rejected = any(
-                rv.value is False
-                and str(r2.get(spec.get("version_key", "torch"), ""))
-                != str(row.get(spec.get("version_key", "torch"), ""))
-                for r2, rv in tried[:i]
+                rv.value is False and r2.text(key, "") != row.text(key, "") for r2, rv in tried[:i]
             )
-    for w in recipe.get("warn_if", []):
-        o = evaluate(w["when"], ctx, kb, row)
+    for w in recipe.warn_if:
+        o = evaluate(w.when, ctx, kb, row)
         if o.value:
-            warnings.append(fmt(w["text"], ctx, row))
+            warnings.append(fmt(w.text, ctx, row))
     fits = value is not False
     return Verdict(
         rid,
@@ -119,9 +117,7 @@ def evaluate_recipe(recipe: Dict[str, Any], ctx: Ctx, kb: Kb) -> Verdict:
     )
 
 
-def _pick_row(
-    tried: List[Tuple[Dict[str, Any], Outcome]], group_by: Optional[str]
-) -> Optional[Tuple[int, Tuple[Dict[str, Any], Outcome]]]:
+def _pick_row(tried: List[Tuple[Row, Outcome]], group_by: Optional[str]) -> Optional[Tuple[int, Tuple[Row, Outcome]]]:
     """Table order is preference order. Within one group (one torch release) a row the hardware runs
     natively beats one it runs only through compatibility ("compat"); a fully known fit beats one with
     unknown facts, but only within the same group, so an unknown Python never sends the plan back to an
@@ -133,7 +129,7 @@ def _pick_row(
         return (0 if o.value else 2) + (1 if "compat" in o.tags else 0)
 
     groups: List[List[int]] = []
-    prev: Any = object()
+    prev: object = object()
     for i, (r, _) in enumerate(tried):
         key = r.get(group_by) if group_by else i
         if groups and key == prev:

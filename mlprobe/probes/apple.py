@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import Contribution, GpuFacts, MetalRuntime, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import hex_id, vendor_from_pci, vendor_from_text
 from ._util import clean_text, first_parsed, load_json, nothing_read
@@ -238,14 +238,14 @@ def parse_system_profiler_json(text: str) -> List[MacGpu]:
     return out
 
 
-def metal_runtime(gpus: List[MacGpu]) -> Optional[Dict[str, Any]]:
+def metal_runtime(gpus: List[MacGpu]) -> Optional[MetalRuntime]:
     """runtimes["metal"]: what Metal the Mac offers, led by its Apple GPU if it has one."""
     supported = [g for g in gpus if g.metal_supported]
     if not supported:
         return None
     apple = [g for g in supported if g.vendor == "apple"]
     lead = (apple or supported)[0]
-    return {"support": lead.metal, "apple_gpu": bool(apple), "gpu": lead.name}
+    return MetalRuntime.of(support=lead.metal, apple_gpu=bool(apple), gpu=lead.name)
 
 
 def probe(host: Host) -> Contribution:
@@ -258,7 +258,7 @@ def probe(host: Host) -> Contribution:
     out.gpus = [g.to_facts() for g in gpus]
     metal = metal_runtime(gpus)
     if metal is not None:
-        out.runtimes["metal"] = metal
+        out.runtimes = Runtimes(metal=metal)
     return out
 
 

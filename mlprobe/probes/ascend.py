@@ -23,7 +23,7 @@ import re
 from typing import Dict, List, NamedTuple, Optional
 
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import CannRuntime, Contribution, GpuFacts, Runtimes
 from ..model.vendors import normalise_bus_id
 from ..scan.capture import Host
 from ._util import ANSI, nothing_read, parse_capture
@@ -138,11 +138,11 @@ def probe(host: Host) -> Contribution:
             chip_id=f"{c.npu}:{c.chip}", sources=("npu-smi",),
             notes=(f"npu-smi health: {c.health}",) if c.health and c.health != "OK" else ()))
     if info is not None:
-        out.runtimes["cann"] = {"version": info.get("version"), "arch": info.get("arch"), "installed": True,
-                                "driver_version": smi.version if smi else None}
+        out.runtimes = Runtimes(cann=CannRuntime.of(version=info.get("version"), arch=info.get("arch"), installed=True,
+                                                    driver_version=smi.version if smi else None))
     elif smi is not None and smi.chips and host.get(TOOLKIT_INFO).status == "absent":
         # NPUs, and the toolkit's record is not where CANN puts it: no CANN (said, with the path)
-        out.runtimes["cann"] = {"version": None, "installed": False, "driver_version": smi.version}
+        out.runtimes = Runtimes(cann=CannRuntime.of(version=None, installed=False, driver_version=smi.version))
         out.warnings.append("npu-smi lists Ascend NPUs but no CANN toolkit was found "
                             "(ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info): "
                             "torch-npu needs CANN")

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, CpuFacts, FrameworkFacts, GpuFacts, OsFacts
+from ..model.facts import (Contribution, CpuFacts, CudaRuntime, FrameworkFacts, GpuFacts, OsFacts, RocmRuntime,
+                           Runtimes)
 from ..scan.capture import Host
 from ..model.vendors import vendor_from_text
 from ..model import builds as fw
@@ -236,23 +237,23 @@ def frameworks_from_env(env: CollectEnv) -> List[FrameworkFacts]:
     return out
 
 
-def runtimes_from_env(env: CollectEnv, system: Optional[str]) -> Dict[str, Dict[str, Optional[str]]]:
+def runtimes_from_env(env: CollectEnv, system: Optional[str]) -> Runtimes:
     from ..model.hw.nvidia import cuda_for_driver
 
-    out: Dict[str, Dict[str, Optional[str]]] = {}
+    cuda = rocm = None
     driver = known(env.get("Nvidia driver version"))
     toolkit = known(env.get("CUDA runtime version"))
     if driver or (toolkit and re.match(r"^\d+\.\d+", toolkit)):
-        out["cuda"] = {
-            "driver_version": driver,
-            "version": cuda_for_driver(driver, system),
-            "toolkit_version": toolkit if toolkit and re.match(r"^\d+\.\d+", toolkit) else None,
-        }
+        cuda = CudaRuntime.of(
+            driver_version=driver,
+            version=cuda_for_driver(driver, system),
+            toolkit_version=toolkit if toolkit and re.match(r"^\d+\.\d+", toolkit) else None,
+        )
     hip = known(env.get("HIP runtime version"))
     miopen = known(env.get("MIOpen runtime version"))
     if hip or miopen:
-        out["rocm"] = {"hip_version": hip, "miopen_version": miopen}
-    return out
+        rocm = RocmRuntime.of(hip_version=hip, miopen_version=miopen)
+    return Runtimes(cuda=cuda, rocm=rocm)
 
 
 def os_from_env(env: CollectEnv) -> Optional[OsFacts]:
@@ -349,7 +350,7 @@ def probe(host: Host) -> Contribution:
     system = _system(env)
     out.gpus = gpus_from_env(env)
     out.frameworks = frameworks_from_env(env)
-    out.runtimes = dict(runtimes_from_env(env, system))
+    out.runtimes = runtimes_from_env(env, system)
     if not host.get("host.json").ok:
         out.os = os_from_env(env)
     # host.json names the platform, never the CPU: the paste's CPU facts count unless a CPU source

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from ..errors import ParseError
 from ..model import knowledge as kb
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import Contribution, CudaRuntime, GpuFacts, JetsonInfo, Runtimes
 from ..scan.capture import Host
 from ._util import nothing_read, parse_capture
 
@@ -108,10 +108,10 @@ def probe(host: Host) -> Contribution:
         sources=(SOURCE,),
         notes=tuple(notes),
     )]
-    out.runtimes["cuda"] = {"jetson": {
-        "l4t": l4t, "jetpack": jetpack, "soc": row["soc"] if row else None, "module": model,
-        "compatible": list(compatible or []), "board": release["board"] if release else None,
-    }}
+    out.runtimes = Runtimes(cuda=CudaRuntime.of(jetson=JetsonInfo(
+        l4t=l4t, jetpack=jetpack, soc=row["soc"] if row else None, module=model,
+        compatible=tuple(compatible or ()), board=release["board"] if release else None,
+    )))
     if errors:
         out.warnings.extend(errors)
     return out

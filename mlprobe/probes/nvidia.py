@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import Contribution, CudaRuntime, GpuFacts, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ..model.hw.nvidia import (architecture_for, compute_capability_for, compute_capability_for_architecture,
@@ -534,22 +534,23 @@ def probe(host: Host) -> Contribution:
         from ..model.facts import OsFacts
 
         out.os = OsFacts(system="Windows")
+    runtime: Optional[CudaRuntime] = None
     if driver or cuda or topology:
-        out.runtimes["cuda"] = {"driver_version": driver, "version": cuda}
+        runtime = CudaRuntime.of(driver_version=driver, version=cuda)
         if flavour:
-            out.runtimes["cuda"]["kernel_module"] = flavour
+            runtime = runtime.but(kernel_module=flavour)
         if tcc:
-            out.runtimes["cuda"]["tcc_gpus"] = [out.gpus[i].pci_bus_id or out.gpus[i].name or f"GPU {i}"
-                                                for i in tcc]
+            runtime = runtime.but(tcc_gpus=tuple(out.gpus[i].pci_bus_id or out.gpus[i].name or f"GPU {i}"
+                                                 for i in tcc))
         if topology:
-            out.runtimes["cuda"]["topology"] = topology
+            runtime = runtime.but(topology=topology)
     out.warnings.extend(topo_warnings)
     for _, rep in reports:
         out.warnings.extend(rep.notes)
     if wsl and smi and driver:
         # Native Linux and Windows print one number twice; WSL2's nvidia-smi is the Linux build of the
         # tool over the Windows driver, so its own version differs from the (Windows) driver's.
-        out.runtimes.setdefault("cuda", {"driver_version": driver, "version": cuda})["smi_version"] = smi
+        runtime = (runtime or CudaRuntime.of(driver_version=driver, version=cuda)).but(smi_version=smi)
         out.warnings.append(
             f"nvidia-smi {smi} reports the Windows driver {driver}: this is WSL2, where the GPU is the "
             "Windows driver's (keep the Windows NVIDIA driver current; install no Linux display driver)")
@@ -557,6 +558,8 @@ def probe(host: Host) -> Contribution:
             from ..model.facts import OsFacts
 
             out.os = OsFacts(system="Linux", wsl=True)
+    if runtime is not None:
+        out.runtimes = Runtimes(cuda=runtime)
     if kernel_driver and driver and kernel_driver != driver:
         out.warnings.append(
             f"the NVIDIA kernel module is {kernel_driver} but nvidia-smi reports driver "

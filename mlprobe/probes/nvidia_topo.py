@@ -22,7 +22,7 @@ from functools import cached_property, lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ParseError
-from ..model.facts import GpuFacts, GpuLink, GpuNicLink, GpuTopology
+from ..model.facts import CudaTopology, GpuFacts, GpuLink, GpuNicLink, GpuTopology
 from ..scan.capture import Host
 from ._util import clean_text
 
@@ -324,16 +324,16 @@ def _pcie_words(pairs: Sequence[Tuple[str, str, str]], total_is_pairs: bool, gpu
     return head + ", ".join(f"{n} {WORDS[link_type(c)[0]].replace('over PCIe ', '')} ({c})" for c, n in ranked)
 
 
-def summary_facts(topo: TopoMatrix) -> Dict[str, object]:
+def summary_facts(topo: TopoMatrix) -> CudaTopology:
     """What the scan report carries under runtimes.cuda.topology."""
     total, known = _pairs(topo)
-    return {
-        "summary": summary(topo),
-        "gpu_count": len(topo.gpus),
-        "nvlink_pairs": sum(1 for _, _, c in known if link_type(c)[0] == "nvlink"),
-        "gpu_pairs": total,
-        "nics": [topo.nic_names.get(n, n) for n in topo.nics],
-    }
+    return CudaTopology(
+        summary=summary(topo),
+        gpu_count=len(topo.gpus),
+        nvlink_pairs=sum(1 for _, _, c in known if link_type(c)[0] == "nvlink"),
+        gpu_pairs=total,
+        nics=tuple(topo.nic_names.get(n, n) for n in topo.nics),
+    )
 
 
 
@@ -354,7 +354,7 @@ def nameless_gpu(topology: GpuTopology) -> GpuFacts:
 
 def with_topology(
     host: Host, gpus: List[GpuFacts], warnings: List[str]
-) -> Tuple[List[GpuFacts], Optional[Dict[str, object]]]:
+) -> Tuple[List[GpuFacts], Optional[CudaTopology]]:
     """`gpus` (nvidia-smi's, in its order) each with its row of the matrix, and the summary for the
     report; a capture that is absent changes nothing. GPUi of the matrix is the i-th GPU nvidia-smi
     lists (both number GPUs by PCI bus order)."""

@@ -8,7 +8,7 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform
+from ..model.facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform, OpenClRuntime, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
 from ._util import ANSI, first_parsed, load_json, nothing_read
@@ -446,7 +446,7 @@ def probe(host: Host) -> Contribution:
         if any(host.get(name).status == "timeout" for name, _ in candidates):
             out.status = "timeout"
         return out
-    out.runtimes["opencl"] = {"platforms": [p.to_dict() for p in platforms]}
+    out.runtimes = Runtimes(opencl=OpenClRuntime.of(platforms=tuple(platforms)))
     for p in platforms:
         for d in p.devices:
             if is_gpu_device(d):

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import knowledge as kb
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import Contribution, GpuFacts, RocmRuntime, Runtimes
 from ..scan.capture import Host
 from ..model.hw.amd import GFX_NAME, amd_device as amd_device, architecture_of as architecture_of
 from ..model.hw.amd import bus_id_from_bdfid as bus_id_from_bdfid, gfx_from_version as gfx_from_version
@@ -506,15 +506,15 @@ def probe(host: Host) -> Contribution:
     for g in gpus:
         if g.gfx_target and g.runtime_gfx_target and g.gfx_target != g.runtime_gfx_target:
             out.warnings.append(override_sentence(g.name, g.gfx_target, g.runtime_gfx_target))
-    out.runtimes["rocm"] = {
-        "version": version,
-        "hsa_override_gfx_version": env,
-        "override_in_effect": in_effect,
-        "hsa_runtime_version": info.runtime_version if info else None,
-        "rock_module_version": info.rock_module_version if info else None,
-        "wsl": info.wsl if info else None,
-        "gfx_targets": sorted({g.runtime_gfx_target for g in gpus if g.runtime_gfx_target}),
-    }
+    out.runtimes = Runtimes(rocm=RocmRuntime.of(
+        version=version,
+        hsa_override_gfx_version=env,
+        override_in_effect=in_effect,
+        hsa_runtime_version=info.runtime_version if info else None,
+        rock_module_version=info.rock_module_version if info else None,
+        wsl=info.wsl if info else None,
+        gfx_targets=tuple(sorted({g.runtime_gfx_target for g in gpus if g.runtime_gfx_target})),
+    ))
     if errors:
         out.warnings.extend(errors)
     return out

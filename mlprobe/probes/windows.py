@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..model import knowledge as kb
 from ..errors import ParseError
-from ..model.facts import Contribution, CpuFacts, GpuFacts, OsFacts
+from ..model.facts import Contribution, CpuFacts, DirectMlRuntime, GpuFacts, OsFacts, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import hex_id, vendor_from_pci, vendor_from_text
 from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capture
@@ -537,16 +537,16 @@ def probe(host: Host) -> Contribution:
     out.gpus = gpus
     dml = [g.name or "GPU" for g in gpus if "directml" in g.apis]
     if dml:
-        out.runtimes["directml"] = {"windows_build": build, "adapters": list(dict.fromkeys(dml))}
+        out.runtimes = Runtimes(directml=DirectMlRuntime.of(windows_build=build, adapters=tuple(dict.fromkeys(dml))))
     if wsl is not None and wsl["dev_dxg"]:
-        out.runtimes["directml"] = {
-            "wsl": True,
-            "dev_dxg": True,
-            "wsl_lib": wsl["wsl_lib"],
-            "d3d12": "libd3d12.so" in wsl["wsl_lib"],
-            "dxcore": "libdxcore.so" in wsl["wsl_lib"],
-            "cuda": any(n.startswith("libcuda.so") for n in wsl["wsl_lib"]),
-        }
+        out.runtimes = Runtimes(directml=DirectMlRuntime.of(
+            wsl=True,
+            dev_dxg=True,
+            wsl_lib=tuple(wsl["wsl_lib"]),
+            d3d12="libd3d12.so" in wsl["wsl_lib"],
+            dxcore="libdxcore.so" in wsl["wsl_lib"],
+            cuda=any(n.startswith("libcuda.so") for n in wsl["wsl_lib"]),
+        ))
     if dx is not None and not host.get("host.json").ok:
         # OS facts only where the bundle has nothing better (no host.json).
         out.os = os_from_dxdiag(dx)

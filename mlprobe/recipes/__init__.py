@@ -10,9 +10,11 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping
+from typing import Any, Dict, Iterator, List, Tuple
 
 from ..model import knowledge as kb
+from ..model.knowledge import Knowledge
+from ..model.recipe import Recipe
 from ..model.vocabulary import vocabulary
 
 RECIPES_DIR = Path(__file__).resolve().parent
@@ -117,51 +119,32 @@ def recipe_schema() -> Dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def _load_recipes() -> tuple:  # type: ignore[type-arg]
+def _load_recipes() -> Tuple[Recipe, ...]:
     out = []
     for path in sorted(RECIPES_DIR.glob("*.json")):
         if path.name == SCHEMA_FILE.name:
             continue
         doc = json.loads(path.read_text(encoding="utf-8"))
-        out.append(check_recipe(doc, path.name))
-    ids = [r["id"] for r in out]
+        out.append(Recipe.from_doc(check_recipe(doc, path.name)))
+    ids = [r.id for r in out]
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
         raise RecipeError(f"duplicate recipe ids: {sorted(dupes)}")
     return tuple(out)
 
 
-def load_recipes() -> List[Dict[str, Any]]:
+def load_recipes() -> List[Recipe]:
+    """Every recipe, checked and read into its type once."""
     return list(_load_recipes())
 
 
-def find_recipe(name: str) -> Dict[str, Any]:
+def find_recipe(name: str) -> Recipe:
     """By id or alias (e.g. `neon`, `ncsdk`, `tensorflow-opencl`)."""
     key = name.strip().lower()
     for r in _load_recipes():
-        if r["id"] == key or key in [a.lower() for a in r.get("aliases", [])]:
-            return r  # type: ignore[no-any-return]
+        if r.id == key or key in [a.lower() for a in r.aliases]:
+            return r
     raise KeyError(name)
-
-
-class Knowledge(Mapping[str, Any]):
-    """mlprobe/knowledge/<stem>.json by stem, read on first use (big tables cost nothing unless asked)."""
-
-    def __getitem__(self, stem: str) -> Any:
-        value = kb.load(stem)
-        if value is None:
-            raise KeyError(stem)
-        return value
-
-    def get(self, stem: str, default: Any = None) -> Any:
-        value = kb.load(stem)
-        return default if value is None else value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(kb.stems())
-
-    def __len__(self) -> int:
-        return len(kb.stems())
 
 
 def knowledge() -> Knowledge:

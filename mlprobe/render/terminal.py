@@ -114,22 +114,22 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
 
     rt = facts.runtimes
     parts = []
-    if rt.get("cuda") and (rt["cuda"].get("version") or rt["cuda"].get("driver_version")):
-        parts.append(f"CUDA {rt['cuda'].get('version') or '?'} (driver {rt['cuda'].get('driver_version') or '?'})")
-    if rt.get("rocm"):
-        parts.append(f"ROCm {rt['rocm'].get('version') or '?'}")
-    if rt.get("opencl"):
-        plats = rt["opencl"].get("platforms", [])
-        devs = sum(len(p.get("devices", [])) for p in plats)
+    if rt.cuda and (rt.cuda.version or rt.cuda.driver_version):
+        parts.append(f"CUDA {rt.cuda.version or '?'} (driver {rt.cuda.driver_version or '?'})")
+    if rt.rocm:
+        parts.append(f"ROCm {rt.rocm.version or '?'}")
+    if rt.opencl:
+        plats = rt.opencl.platforms
+        devs = sum(len(p.devices) for p in plats)
         parts.append(f"OpenCL: {len(plats)} platform(s), {devs} device(s) ("
-                     + ", ".join(sorted({str(p.get('name')) for p in plats})) + ")")
-    if rt.get("metal"):
-        parts.append(f"Metal {rt['metal'].get('support') or ''}".strip())
-    if rt.get("directml"):
+                     + ", ".join(sorted({str(p.name) for p in plats})) + ")")
+    if rt.metal:
+        parts.append(f"Metal {rt.metal.support or ''}".strip())
+    if rt.directml:
         parts.append("DirectML")
     con.print("[bold]Runtimes[/bold] " + ("; ".join(parts) if parts else "none found"))
-    if isinstance((rt.get("cuda") or {}).get("topology"), dict):
-        con.print("[bold]GPU links[/bold] " + str(rt["cuda"]["topology"].get("summary")))
+    if rt.cuda and rt.cuda.topology is not None:
+        con.print("[bold]GPU links[/bold] " + str(rt.cuda.topology.summary))
 
     if facts.frameworks:
         ft = Table(title=f"Frameworks ({python_label})", title_justify="left")

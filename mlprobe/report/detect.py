@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, List, Optional, Set, Tuple
 
-from .patterns import GENERIC_NAMES, IPV4, KNOWN_HOSTS, is_null
+from .patterns import (ARN_ACCOUNT, CLOUD_NUMERIC_ID, DISK_BY_ID, GENERIC_NAMES, IPV4, KNOWN_HOSTS, SN_LINE,
+                       SSH_HOSTNAME, is_null)
 
 
 _ANY_CASE_HINTS = ("pass", "secret", "token", "key", "credential", "auth")
@@ -98,3 +99,28 @@ def detect_secret_values(text: str) -> Set[str]:
         except Exception:  # a detector's bug must not cost the report
             continue
     return out
+
+
+def disk_and_cloud_ids(text: str) -> Iterator[Tuple[int, int, str, str]]:
+    """(start, end, kind, value): disk serials inside /dev/disk/by-id names and `SN: …` lines, the AWS
+    account of an ARN, a cloud instance's numeric JSON id, an ssh_config HostName (kind "host": the
+    caller turns it into its host key)."""
+    if "-" in text:
+        for m in DISK_BY_ID.finditer(text):
+            g = "v" if m.group("v") is not None else "v2"
+            if not is_null(m.group(g)):
+                yield m.start(g), m.end(g), "serial", m.group(g).lower()
+    if "SN" in text or "S/N" in text:
+        for m in SN_LINE.finditer(text):
+            if not is_null(m.group("v")):
+                yield m.start("v"), m.end("v"), "serial", m.group("v").lower()
+    if "arn:" in text:
+        for m in ARN_ACCOUNT.finditer(text):
+            yield m.start("v"), m.end("v"), "machine-id", m.group("v")
+    if '"' in text:
+        for m in CLOUD_NUMERIC_ID.finditer(text):
+            yield m.start("v"), m.end("v"), "machine-id", m.group("v")
+    if "ostName" in text or "ostname" in text:
+        for m in SSH_HOSTNAME.finditer(text):
+            if not is_null(m.group("v")):
+                yield m.start("v"), m.end("v"), "host", m.group("v")

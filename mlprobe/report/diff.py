@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..model.facts import Facts, ScanReport
+from ..model.plan import Plan
 from .markdown import plan_picks
 
 GPU_FIELDS = (
@@ -56,8 +58,13 @@ class DiffInputError(Exception):
     """An input that is none of: report, scan JSON, bundle folder."""
 
 
-PlanFor = Callable[[Dict[str, Any]], Optional[Dict[str, Any]]]
-ScanBundle = Callable[[Path], Dict[str, Any]]
+PlanFor = Callable[[Facts], Optional[Plan]]
+ScanBundle = Callable[[Path], ScanReport]
+
+
+def _planned(facts: Facts, plan_for: PlanFor) -> Optional[Dict[str, Any]]:
+    plan = plan_for(facts)
+    return plan.to_json() if plan is not None else None
 
 
 def _bundle_side(p: Path, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
@@ -65,7 +72,7 @@ def _bundle_side(p: Path, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
     from ..ui import display_path
 
     rep = scan_bundle(p)
-    return Side(display_path(p), rep, plan_for(rep), "bundle")
+    return Side(display_path(p), rep.to_json(), _planned(rep, plan_for), "bundle")
 
 
 def _label(p: Path) -> str:
@@ -111,7 +118,7 @@ def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
             plan = None
         return Side(_label(p), doc["scan"], plan, "report")
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
-        return Side(_label(p), doc, plan_for(doc), "scan")
+        return Side(_label(p), doc, _planned(Facts.from_report(doc), plan_for), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
         return _bundle_side(p, scan_bundle, plan_for)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")

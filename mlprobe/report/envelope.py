@@ -13,17 +13,18 @@ run by mlprobe.pipeline.build_report; nothing here scans, plans or verifies.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .. import __version__
 from ..model.contract import from_json
-from ..model.report import REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, Redactions, ReportEnvelope
+from ..model.facts import ScanReport
+from ..model.report import (REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, DoctorSection, PlanSection,
+                            ReportEnvelope, VerifySection)
 from ..scan.capture import Host, SPECS
 from .patterns import mode_for, protected_values, text_of
 from .redact import Redactor
@@ -41,22 +42,6 @@ class ReportOptions:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def plain(value: Any) -> Any:
-    """Plan and verify results as JSON-ready data, whatever their Python type."""
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return plain(to_dict())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return plain(dataclasses.asdict(value))
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 def collect_bundle(host: Host) -> Dict[str, bytes]:
@@ -83,52 +68,58 @@ def bundle_entry(data: bytes, redactor: Redactor, name: str) -> Dict[str, str]:
 
 def assemble(
     host: Host,
-    scan_report: Dict[str, Any],
-    plan: Dict[str, Any],
-    verify: Optional[Dict[str, Any]],
+    scan: ScanReport,
+    plan: PlanSection,
+    verify: Optional[VerifySection],
     options: ReportOptions = ReportOptions(),
     now: Optional[str] = None,
-    env: Optional[Dict[str, str]] = None,
-    doctor: Optional[Dict[str, Any]] = None,
-) -> Dict[str, Any]:
+    env: Optional[Mapping[str, str]] = None,
+    doctor: Optional[DoctorSection] = None,
+) -> ReportEnvelope:
     """The envelope around a scan, its plan and (when asked) verify results, redacted as a whole.
-    Composing the stages is mlprobe.pipeline.build_report's job; this only wraps and redacts."""
+    Composing the stages is mlprobe.pipeline.build_report's job; this only wraps and redacts. The
+    redactor works on the sections' JSON (what a reader would see); each redacted section is read back
+    into its type."""
     # A live report without --include-raw takes no extra captures (dxdiag alone can take 20 s): this
     # machine's names come from the host itself (Redactor.seed_live), the rest is found by shape.
     files = collect_bundle(host) if (options.include_raw or host.kind != "live") else {}
+    scan_json = scan.to_json()
+    plan_json = plan.to_json()
+    verify_json = verify.to_json() if verify is not None else None
+    doctor_json = doctor.to_json() if doctor is not None else None
 
-    redactor = Redactor(protected_values(scan_report), enabled=options.redact)
+    redactor = Redactor(protected_values(scan_json), enabled=options.redact)
     if options.redact:
         if host.kind == "live":
             redactor.seed_live(env)
         for name, data in files.items():
             redactor.learn(text_of(data)[0], mode_for(name))
         # secrets seen in the scan, plan or verify documents are replaced in the captures too
-        for section in (scan_report, plan, verify, doctor):
-            if isinstance(section, dict):
+        for section in (scan_json, plan_json, verify_json, doctor_json):
+            if section is not None:
                 redactor.learn(json.dumps(section, ensure_ascii=False), "json")
 
-    notes: List[str] = []
-    for section in (plan, verify, doctor):
-        if isinstance(section, dict) and section.get("available") is False and section.get("note"):
-            notes.append(str(section["note"]))
+    notes: List[str] = [s.missing.note for s in (plan, verify, doctor) if s is not None and s.missing is not None
+                        and s.missing.note]
     # redacted in this order: a value's placeholder number is the order in which it is first met
-    scan_doc = redactor.redact_obj(scan_report)
-    plan_doc = redactor.redact_obj(plan)
-    verify_doc = redactor.redact_obj(verify) if verify is not None else None
-    doctor_doc = redactor.redact_obj(doctor) if doctor is not None else None
+    scan_doc = redactor.redact_obj(scan_json)
+    plan_doc = redactor.redact_obj(plan_json)
+    verify_doc = redactor.redact_obj(verify_json) if verify_json is not None else None
+    doctor_doc = redactor.redact_obj(doctor_json) if doctor_json is not None else None
     bundle = None
     if options.include_raw:
         bundle = CaptureBundle(redacted=redactor.enabled, files={
             name: from_json(BundleFile, bundle_entry(files[name], redactor, name)) for name in sorted(files)})
         notes.append("replay this machine with: mlprobe scan --replay REPORT.json")
     notes_doc = redactor.redact_obj(notes)
-    envelope = ReportEnvelope(
+    return ReportEnvelope(
         report_version=REPORT_VERSION, kind=REPORT_KIND, mlprobe_version=__version__,
         generated_at=now or utc_now(),
-        redactions=from_json(Redactions, redactor.summary(), "redactions"),  # counted after every replacement
-        scan=scan_doc, plan=plan_doc, verify=verify_doc, doctor=doctor_doc, capture_bundle=bundle, notes=tuple(notes_doc))
-    return envelope.to_json()
+        redactions=redactor.summary(),  # counted after every replacement
+        scan=ScanReport.from_json(scan_doc), plan=PlanSection.from_json(plan_doc),
+        verify=VerifySection.from_json(verify_doc) if verify_doc is not None else None,
+        doctor=DoctorSection.from_json(doctor_doc) if doctor_doc is not None else None,
+        capture_bundle=bundle, notes=tuple(notes_doc))
 
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")

@@ -24,19 +24,17 @@ import re
 from collections import Counter
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
+from ..model.report import RedactionCount, Redactions
 from ..scan.host import ENV_VARS as SETTINGS_VARS, OVERRIDE_PREFIX
 from .patterns import (
     AMD_UUID,
-    ARN_ACCOUNT,
     AUTH_HEADER,
     AWS_INSTANCE,
     BUILDER,
     CLI_HINTS,
     CLI_SECRETS,
-    CLOUD_NUMERIC_ID,
     CONN_SECRET,
     CONTAINER_ID,
-    DISK_BY_ID,
     EMAIL,
     GENERIC_NAMES,
     GPU_UUID,
@@ -61,8 +59,6 @@ from .patterns import (
     SECRET_ASSIGN,
     SECRET_ASSIGN_ANY,
     SECRET_HINTS,
-    SN_LINE,
-    SSH_HOSTNAME,
     Span,
     TOKEN_PREFIXES,
     TOKEN_SHAPES,
@@ -89,7 +85,7 @@ from .patterns import (
     shaped,
     text_of,
 )
-from .detect import _ANY_CASE_HINTS, _harmless, detect_secret_values, known_hosts
+from .detect import _ANY_CASE_HINTS, _harmless, detect_secret_values, disk_and_cloud_ids, known_hosts
 
 
 _CLOUD_ID_KEYS = frozenset(("id", "instance_id", "instanceid", "numeric_id", "numericid"))
@@ -277,26 +273,21 @@ class Redactor:
         self._occurrences[kind] += 1
         return shaped(self._map[k], kind, original)
 
-    def summary(self) -> Dict[str, Any]:
+    def summary(self) -> Redactions:
+        """What was replaced, by kind, counted after every replacement (the report's `redactions`)."""
         if not self.enabled:
-            return {
-                "enabled": False,
-                "note": "NOT REDACTED (--no-redact): this report may hold host and user names, "
-                "paths, addresses, serial numbers and secrets; do not post it publicly",
-            }
-        per_kind: Dict[str, Dict[str, int]] = {}
+            return Redactions(enabled=False, note="NOT REDACTED (--no-redact): this report may hold host and user "
+                              "names, paths, addresses, serial numbers and secrets; do not post it publicly")
+        values: Dict[str, int] = {}
         for kind, _key in self._map:
-            per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["values"] += 1
-        for kind, n in self._occurrences.items():
-            per_kind.setdefault(kind, {"values": 0, "occurrences": 0})["occurrences"] = n
-        ordered = {k: per_kind[k] for k in KINDS if k in per_kind}
-        return {
-            "enabled": True,
-            "kinds": ordered,
-            "total": sum(v["occurrences"] for v in ordered.values()),
-            "note": "the same value has the same placeholder throughout this report; "
-            "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()),
-        }
+            values[kind] = values.get(kind, 0) + 1
+        seen = set(values) | set(self._occurrences)
+        ordered = {k: RedactionCount(values=values.get(k, 0), occurrences=self._occurrences.get(k, 0))
+                   for k in KINDS if k in seen}
+        return Redactions(
+            enabled=True, kinds=ordered, total=sum(v.occurrences for v in ordered.values()),
+            note="the same value has the same placeholder throughout this report; "
+            "kinds: " + "; ".join(f"{k}: {d}" for k, d in KINDS.items()))
 
     # -- protection --------------------------------------------------------------------------
     def _protected_name(self, low: str) -> bool:
@@ -579,26 +570,8 @@ class Redactor:
             yield m.start("v"), m.end("v"), "path", m.group("v")
 
     def _r_disk_and_cloud_ids(self, text: str) -> Iterator[Span]:
-        """Disk serials inside /dev/disk/by-id names, `SN: …` lines, and the AWS account of an ARN."""
-        if "-" in text:
-            for m in DISK_BY_ID.finditer(text):
-                g = "v" if m.group("v") is not None else "v2"
-                if not is_null(m.group(g)):
-                    yield m.start(g), m.end(g), "serial", m.group(g).lower()
-        if "SN" in text or "S/N" in text:
-            for m in SN_LINE.finditer(text):
-                if not is_null(m.group("v")):
-                    yield m.start("v"), m.end("v"), "serial", m.group("v").lower()
-        if "arn:" in text:
-            for m in ARN_ACCOUNT.finditer(text):
-                yield m.start("v"), m.end("v"), "machine-id", m.group("v")
-        if '"' in text:
-            for m in CLOUD_NUMERIC_ID.finditer(text):
-                yield m.start("v"), m.end("v"), "machine-id", m.group("v")
-        if "ostName" in text or "ostname" in text:
-            for m in SSH_HOSTNAME.finditer(text):
-                if not is_null(m.group("v")):
-                    yield m.start("v"), m.end("v"), "host", self._host_key(m.group("v"))
+        for s, e, kind, value in disk_and_cloud_ids(text):
+            yield s, e, kind, self._host_key(value) if kind == "host" else value
 
     def _r_known_ids(self, text: str) -> Iterator[Span]:
         if not self._ids:

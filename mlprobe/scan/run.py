@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import probes as registry
 from ..errors import LibraryError
-from ..model.facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus
+from ..model.facts import Contribution, CpuFacts, Facts, GpuFacts, ProbeStatus, Runtimes
 from .capture import Host
 
 # Overall wall-clock limit for one probe (its captures have their own, shorter limits).
@@ -252,14 +252,9 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
                           "are kept (no machine has that many: the capture is probably corrupt or made up)")
             gpu_groups[i] = (name, found[:MAX_GPUS_PER_SOURCE])
     gpus = merge_gpus(gpu_groups)
-    runtimes: Dict[str, Any] = {"cuda": None, "rocm": None, "opencl": None, "metal": None, "directml": None}
+    runtimes = Runtimes()
     for _, c, _ in parts:
-        for key, value in c.runtimes.items():
-            if runtimes.get(key) is None:
-                runtimes[key] = value
-            elif isinstance(runtimes[key], dict) and isinstance(value, dict):
-                for k, v in value.items():
-                    runtimes[key].setdefault(k, v)
+        runtimes = runtimes.merged(c.runtimes)
     frameworks: List[Any] = []
     seen_fw: set[str] = set()
     # The installed distributions (frameworks probe) outrank what a pasted collect_env says.
@@ -302,13 +297,8 @@ def hardware_warnings(facts: Facts) -> List[str]:
     return out
 
 
-def facts_to_report(facts: Facts, source: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The scan report (`mlprobe scan --json`), report_version 1."""
-    from .. import __version__
+def facts_to_report(facts: Facts, source: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """The scan report (`mlprobe scan --json`), report_version 1, as JSON."""
+    from ..model.facts import ScanReport
 
-    d = facts.to_dict()
-    report: Dict[str, Any] = {"report_version": 1, "mlprobe_version": __version__}
-    if source:
-        report["source"] = source
-    report.update(d)
-    return report
+    return ScanReport.of(facts, source).to_json()

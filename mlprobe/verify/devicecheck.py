@@ -175,7 +175,7 @@ class Diagnosis:
 def _pml_id(vendor: Optional[str], name: str) -> str:
     from ..plan.predicates import plaidml_opencl_id
 
-    return plaidml_opencl_id(vendor, name, {"plaidml": knowledge.table("plaidml")})
+    return plaidml_opencl_id(vendor, name, knowledge.Knowledge())
 
 
 def _base_id(device_id: str) -> str:

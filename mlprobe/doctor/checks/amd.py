@@ -35,8 +35,7 @@ def rocm_gfx_override_needed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     fix = next((f for f in fixes if _OVERRIDE_FIX.search(f)), None)
     if not fix:
         return []
-    targets = dc.rules_ctx["amd"]["targets"]
-    gfx = next((g.get("gfx") for g in targets if g.get("gfx")), None)
+    gfx = next((g.gfx for g in dc.rules_ctx.amd.targets if g.gfx), None)
     return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(dc.gpus("amd")), "gfx": gfx or "?",
                  "override": fix.split("=", 1)[1].strip(), "fix": " && ".join(fixes)},
                 _ev(_gfx_evidence(dc, gfx), dc.framework_evidence("torch"), dc.env_evidence("HSA_OVERRIDE_GFX_VERSION")),
@@ -51,8 +50,7 @@ def rocm_gfx_unsupported(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         return []
     if any(_OVERRIDE_FIX.search(str(f)) for f in finding.get("fix") or []):
         return []
-    targets = dc.rules_ctx["amd"]["targets"]
-    gfx = next((g.get("gfx") for g in targets if g.get("gfx")), None)
+    gfx = next((g.gfx for g in dc.rules_ctx.amd.targets if g.gfx), None)
     reason = "; ".join(finding.get("reasons") or []) or str(finding.get("message"))
     best = dc.best("torch")
     install = dc.install_line("torch") if best and best.get("recipe") != "torch-rocm" else None

@@ -4,6 +4,7 @@ with a Linux NVIDIA driver installed, macOS floors for MPS, Rosetta, macOS versi
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 from ...model.doctor import Evidence
@@ -134,15 +135,15 @@ def wsl_linux_nvidia_driver(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 @check("wsl_amd_rocm")
 def wsl_amd_rocm(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+    from ...model.knowledge import Row
     from ...plan.conditions import evaluate
     from ...recipes import knowledge
 
     kind, ev = dc.wsl
     if kind is None or not dc.gpus("amd"):
         return []
-    ctx = dict(dc.rules_ctx)
-    ctx["os"] = dict(ctx["os"], wsl=True)
-    out = evaluate({"test": "rocm_wsl_ok"}, ctx, knowledge())
+    ctx = dc.rules_ctx.but(os=replace(dc.rules_ctx.os, wsl=True))
+    out = evaluate(Row({"test": "rocm_wsl_ok"}), ctx, knowledge())
     gpu_ev = _gfx_evidence(dc, next((g.get("gfx_target") for g in dc.gpus("amd") if g.get("gfx_target")), None))
     wsl_line = "amdgpu-install -y --usecase=wsl,rocm --no-dkms  # inside WSL, with AMD's Adrenalin driver on Windows"
     if out.value is False:

@@ -34,6 +34,7 @@ def _torch_cuda(dc: DoctorContext) -> Optional[str]:
 
 @check("cuda_driver_too_old")
 def cuda_driver_too_old(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+    from ...model.knowledge import Row
     from ...plan.conditions import evaluate
     from ...recipes import knowledge
 
@@ -44,9 +45,9 @@ def cuda_driver_too_old(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if cuda is None:
         return Unknown("the CUDA version of the torch build is not in the capture")
     ctx = dc.rules_ctx
-    if not ctx["nvidia"]["driver"]:
+    if not ctx.nvidia.driver:
         return Unknown("no NVIDIA driver version in the capture")
-    out = evaluate({"test": "cuda_driver_runs", "cuda": cuda, "label": f"torch {_version(dc, 'torch')}"}, ctx,
+    out = evaluate(Row({"test": "cuda_driver_runs", "cuda": cuda, "label": f"torch {_version(dc, 'torch')}"}), ctx,
                    knowledge())
     if out.value is not False:
         return [] if out.value else Unknown("; ".join(out.unknown) or "the driver's CUDA ceiling is unknown")
@@ -55,7 +56,7 @@ def cuda_driver_too_old(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if works:
         detail += ("; yet torch reports CUDA available here, so a CUDA forward-compatibility package (cuda-compat, "
                    "datacenter GPUs only) must be in use: it works, but the next driver-dependent feature may not")
-    return [Hit({"driver": ctx["nvidia"]["driver"], "version": _version(dc, "torch"), "cuda": cuda,
+    return [Hit({"driver": ctx.nvidia.driver, "version": _version(dc, "torch"), "cuda": cuda,
                  "install": dc.install_line("torch") or PLAN_HINT},
                 _ev(_driver_evidence(dc), dc.framework_evidence("torch"), works), detail=detail,
                 severity="warning" if works else None)]
@@ -87,7 +88,7 @@ def _arch_list(dc: DoctorContext) -> "tuple[Optional[List[str]], Optional[Eviden
     mm = ".".join(_version(dc, "torch").split("+")[0].split(".")[:2])
     for r in rows("torch_wheels", "cuda"):
         if r.get("torch") == mm and r.get("index") == flavour and isinstance(r.get("archs"), list):
-            arm = dc.rules_ctx["cpu"].get("arch") == "arm64" and isinstance(r.get("archs_aarch64"), list)
+            arm = dc.rules_ctx.cpu.arch == "arm64" and isinstance(r.get("archs_aarch64"), list)
             archs = [str(a) for a in (r["archs_aarch64"] if arm else r["archs"])]
             return archs, Evidence(capture="knowledge/torch_wheels.json",
                                    line=f"torch {mm} {flavour}: archs {', '.join(archs)}",
@@ -102,7 +103,7 @@ def cuda_arch_missing(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     flavour = _flavour(dc)
     if not flavour or not flavour.startswith("cu"):
         return []
-    gpus = dc.rules_ctx["nvidia"]["gpus"]
+    gpus = dc.rules_ctx.nvidia.gpus
     if not gpus:
         return []
     archs, archs_ev = _arch_list(dc)
@@ -111,21 +112,21 @@ def cuda_arch_missing(dc: DoctorContext, row: Dict[str, Any]) -> Result:
                        f"{_version(dc, 'torch')} ({flavour})")
     out = []
     for g in gpus:
-        cc = g.get("cc")
+        cc = g.cc
         if not cc or arch_coverage(archs, cc) is not None:
             continue
         shown = ", ".join("sm_" + a.replace(".", "").replace("+PTX", "") + ("+PTX" if "+PTX" in a else "")
                           for a in archs)
-        ev = dc.line("nvidia-smi-query.csv", re.escape(str(g.get("name") or "")) + r".*" + re.escape(cc)) \
-            or dc.gpu_evidence({"name": g.get("name")})
-        out.append(Hit({"version": _version(dc, "torch"), "gpu": g.get("name") or "the NVIDIA GPU",
+        ev = dc.line("nvidia-smi-query.csv", re.escape(str(g.name or "")) + r".*" + re.escape(cc)) \
+            or dc.gpu_evidence({"name": g.name})
+        out.append(Hit({"version": _version(dc, "torch"), "gpu": g.name or "the NVIDIA GPU",
                         "sm": "sm_" + cc.replace(".", ""), "archs": shown, "install": dc.install_line("torch")
                         or PLAN_HINT}, _ev(ev, archs_ev, dc.framework_evidence("torch"))))
     return out
 
 
 def _driver_major(dc: DoctorContext) -> "tuple[Optional[str], Optional[int]]":
-    driver = dc.rules_ctx["nvidia"]["driver"]
+    driver = dc.rules_ctx.nvidia.driver
     if not driver:
         text = dc.text("proc-driver-nvidia-version.txt") or ""
         m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
