@@ -589,3 +589,20 @@ def test_proc_driver_version_survives_mutation(data: st.DataObject) -> None:
     except ParseError:
         return
     assert re.fullmatch(r"\d+\.\d+(\.\d+)?", version)
+
+
+@pytest.mark.parametrize("text", [
+    # a data row pasted again with its last field cut off, under a damaged header (found by the
+    # mutation test): the same GPU, not a second one
+    "user@host:~$ tool --args\nname, driver_version, compute_cap, memory.total [MiB],0 pci.bus_id, uuid\n"
+    "NVIDIA H200, 580.159.04, 9.0, 143771 MiB, 00000000:00:06.0, GPU-868df17e-8f33-8d92-8b9e-66e635b10324\n"
+    "NVIDIA H200, 580.159.04, 9.0, 143771 MiB, 00000000:00:06.0,",
+    # a prompt line before the header is no GPU named after the prompt
+    "user@host:~$ tool --args\nname\nname",
+])
+def test_query_csv_pastes_make_no_extra_gpu(text: str) -> None:
+    try:
+        gpus = nv.parse_smi_query_csv(text).gpus
+    except ParseError:
+        return
+    assert len(gpus) <= 1 and all("$" not in (g.name or "") for g in gpus)

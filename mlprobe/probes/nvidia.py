@@ -224,6 +224,8 @@ def parse_smi_query_csv(text: str) -> SmiReport:
         if score(keys) >= 2 or (columns is None and score(keys) >= 1):
             # A header line is never a GPU. A repeated header (a doubled line, two outputs pasted
             # together) is skipped; a cleaner one than a damaged first header replaces it.
+            if columns is None:
+                body.clear()  # what came before the first header (a pasted prompt line) is no GPU
             if columns is None or score(keys) > score(columns):
                 columns = keys
             continue
@@ -234,11 +236,14 @@ def parse_smi_query_csv(text: str) -> SmiReport:
         else:
             raise ParseError("no CSV header naming nvidia-smi query fields")
     rep = SmiReport()
-    seen_rows: set[Tuple[str, ...]] = set()
+    kept: List[List[str]] = []
     for row in body:
-        if len(row) != len(columns) or tuple(row) in seen_rows:
-            continue  # truncated, damaged, or repeated by a paste
-        seen_rows.add(tuple(row))
+        if len(row) != len(columns):
+            continue  # truncated or damaged
+        # Repeated by a paste, whole or with fields cut off: every field it has equals an earlier row's.
+        if any(all(c == "" or c == prev[i] for i, c in enumerate(row)) for prev in kept):
+            continue
+        kept.append(row)
         rec = dict(zip(columns, row))
         name, truncated = _name(rec.get("name"))
         if name is None and not rec.get("pci.bus_id") and not rec.get("uuid"):
