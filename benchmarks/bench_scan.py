@@ -70,6 +70,39 @@ def timed(argv: List[str], env: Dict[str, str]) -> Optional[float]:
     return wall if proc.returncode == 0 else None
 
 
+def child_phases(env: Optional[Dict[str, str]], runs: int = 7) -> Dict[str, float]:
+    """Where the OpenCL child's time goes (MLPROBE_OPENCL_TIMES=1): median seconds per phase, and
+    the rest of its wall time (the interpreter's start and exit)."""
+    if env is None:
+        return {}
+    from mlprobe.scan.live import _early
+
+    env = dict(env, MLPROBE_OPENCL_TIMES="1")
+    got: Dict[str, List[float]] = {}
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(_early.child_argv(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                              timeout=300)
+        wall = time.perf_counter() - start
+        line = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        try:
+            phases = json.loads(line[0])["phases"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        inside = 0.0
+        for label, secs in phases:
+            got.setdefault(label, []).append(secs)
+            inside += secs
+        got.setdefault("interpreter start and exit (wall - phases)", []).append(wall - inside)
+        got.setdefault("wall", []).append(wall)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    if med:
+        print(f"mlprobe's OpenCL child, where its time goes (median of {runs}, MLPROBE_OPENCL_TIMES=1):")
+        for k, v in med.items():
+            print(f"  {k:58} {v:7.3f} s")
+    return med
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=15, help="rounds (default %(default)s)")
@@ -139,6 +172,9 @@ def main() -> int:
         out.update(collect_env=pm, ratio=ratio)
     if scan:
         print(f"goal here (2 cores, PoCL only): scan <= 0.20 s: {'met' if scan <= 0.20 else 'NOT met'}")
+    phases = child_phases(envs.get("floor: mlprobe's OpenCL child alone"))
+    if phases:
+        out["opencl_child_phases"] = phases
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=2)

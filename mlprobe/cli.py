@@ -95,7 +95,7 @@ def _early_prefetch(argv: List[str]) -> None:
     imported, since enumerating OpenCL is the slowest capture and everything else hides behind it."""
     import os
 
-    if (len(argv) >= 1 and argv[0] == "scan" and not any(a.startswith("--replay") for a in argv)
+    if (command_of(argv) == "scan" and not any(a.startswith("--replay") for a in argv)
             and not os.environ.get("MLPROBE_REPLAY")):
         from .scan.live._early import start_opencl_child, start_tools
 

@@ -52,14 +52,17 @@ def _gpus(doc: dict) -> list:
     return [{k: g.get(k) for k in keys} for g in doc["gpus"] if "nvidia" in (g.get("sources") or [])]
 
 
-def test_nvidia_smi_queries_run_at_once_and_read_as_their_replay(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", [["scan", "--json"], ["-v", "scan", "--json"], ["--quiet", "scan", "--json"]])
+def test_nvidia_smi_queries_run_at_once_and_read_as_their_replay(tmp_path: Path, argv: list) -> None:
+    """Also with an option before the command (`mlprobe -v scan`: the early start looked at the first
+    word only, so a verbose scan, the one that prints timings, ran its queries one after another)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "runs.log"
     _fake_smi(bin_dir, log)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mlprobe", "scan", "--json"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "mlprobe"] + argv, capture_output=True, text=True,
                           env=env, timeout=60)
     wall = time.perf_counter() - started
     assert proc.returncode == 0, proc.stderr
@@ -79,6 +82,8 @@ def test_nvidia_smi_queries_run_at_once_and_read_as_their_replay(tmp_path: Path)
     replay = facts_to_report(scan(ReplayHost(bundle)))
     assert _gpus(live) and _gpus(live) == _gpus(replay)
     assert live["runtimes"]["cuda"] == replay["runtimes"]["cuda"]
+    timeline = [line for line in proc.stderr.splitlines() if line.startswith("timeline:")]
+    assert len(timeline) == (1 if "-v" in argv else 0), proc.stderr
 
 
 def test_an_early_run_no_probe_takes_is_ended_at_exit(tmp_path: Path) -> None:

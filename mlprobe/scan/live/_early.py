@@ -19,7 +19,11 @@ from typing import Optional
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opencl_child.py")
 
 started: Optional["subprocess.Popen[bytes]"] = None
+# perf_counter() when this module was imported (the first thing `mlprobe scan` does), when the
+# OpenCL child was started, and when its output was read (scan -v prints them as a timeline)
+T0: float = time.perf_counter()
 started_at: float = 0.0
+ended_at: float = 0.0
 
 
 def child_argv() -> "list[str]":

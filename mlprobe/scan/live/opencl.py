@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from typing import Any
 
 from ..capture import Capture, CaptureSpec
@@ -24,6 +25,7 @@ def live_capture(host: Any, s: CaptureSpec) -> Capture:
                 proc0 = _early.spawn(full_import=full)
             try:
                 stdout, stderr = communicate_or_kill(proc0, s.timeout)
+                _early.ended_at = time.perf_counter()
             except subprocess.TimeoutExpired:
                 return Capture(s.name, "timeout",
                                error=f"OpenCL enumeration did not finish within {s.timeout:g} s")

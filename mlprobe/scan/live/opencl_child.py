@@ -15,7 +15,20 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Optional
+import time
+from typing import Any, List, Optional, Tuple
+
+# MLPROBE_OPENCL_TIMES=1: the child writes where its time went to stderr, one JSON line
+# ({"phases": [[label, seconds since the previous mark], ...]}); benchmarks/bench_scan.py reads it.
+_TIMES: Optional[List[Tuple[str, float]]] = [] if os.environ.get("MLPROBE_OPENCL_TIMES") == "1" else None
+_LAST = [time.perf_counter()]
+
+
+def _mark(label: str) -> None:
+    if _TIMES is not None:
+        now = time.perf_counter()
+        _TIMES.append((label, round(now - _LAST[0], 6)))
+        _LAST[0] = now
 
 # CL_DEVICE_TYPE_* bits (Khronos cl.h)
 DEVICE_TYPES = ((1 << 1, "CPU"), (1 << 2, "GPU"), (1 << 3, "ACCELERATOR"), (1 << 4, "CUSTOM"), (1 << 0, "DEFAULT"))
@@ -82,7 +95,12 @@ def _bundled_loader() -> Optional[str]:
     if not names:
         return None
     os.environ.setdefault("PYOPENCL_HOME", pkg_dir)
-    _preload_bundled_icds(libs)
+    # The loader reads the wheel's own ICDs only from $PYOPENCL_HOME/.libs; when main() pointed
+    # PYOPENCL_HOME at the system's list instead, loading them would cost time for nothing (the
+    # wheel's PoCL links its own LLVM: tens of milliseconds to map and relocate).
+    if os.path.normpath(os.environ["PYOPENCL_HOME"]) == os.path.normpath(pkg_dir):
+        _preload_bundled_icds(libs)
+        _mark("preload the wheel's ICD libraries")
     return os.path.join(libs, names[0])
 
 
@@ -185,6 +203,7 @@ def enumerate_ctypes(cl: _CtypesCL) -> "dict[str, Any]":
         msg = str(exc)
         absent = "PLATFORM_NOT_FOUND" in msg or "-1001" in msg
         return {"error": "no OpenCL platform: %s" % msg, "absent": absent, "platforms": []}
+    _mark("clGetPlatformIDs (loads and starts every ICD)")
     pinfo, dinfo = cl.get_platform_info, cl.get_device_info
     out = []
     for p in platforms:
@@ -210,6 +229,7 @@ def enumerate_ctypes(cl: _CtypesCL) -> "dict[str, Any]":
         out.append({"name": _safe(cl.text, pinfo, p, _PLATFORM_INFO["NAME"]),
                     "vendor": _safe(cl.text, pinfo, p, _PLATFORM_INFO["VENDOR"]),
                     "version": _safe(cl.text, pinfo, p, _PLATFORM_INFO["VERSION"]), "devices": devs})
+        _mark("devices of platform %d" % len(out))
     return {"platforms": out}
 
 
@@ -305,6 +325,7 @@ def _library_key(lib: str) -> Any:
 
 
 def main() -> int:
+    _mark("start to main (imports)")
     # PoCL writes a kernel cache under ~/.cache/pocl when it initialises; a scan must not write to
     # the user's home, so unless the user chose a cache dir, it gets a temporary one.
     tmp_cache = None
@@ -320,12 +341,16 @@ def main() -> int:
     if "POCL_CACHE_DIR" not in os.environ:
         tmp_cache = tempfile.mkdtemp(prefix="mlprobe-pocl-")
         os.environ["POCL_CACHE_DIR"] = tmp_cache
+    _mark("vendors list and cache folder")
     try:
         return _enumerate()
     finally:
         for tmp in (tmp_cache, tmp_icd):
             if tmp:
                 shutil.rmtree(tmp, ignore_errors=True)
+        _mark("remove the temporary folders")
+        if _TIMES is not None:
+            sys.stderr.write(json.dumps({"phases": _TIMES}) + "\n")
 
 
 def _enumerate() -> int:
@@ -333,11 +358,15 @@ def _enumerate() -> int:
     if mode not in ("binding", "full"):
         try:
             path = _bundled_loader()
-            doc = enumerate_ctypes(_CtypesCL(path)) if path else None
+            _mark("find the wheel's loader")
+            cl_lib = _CtypesCL(path) if path else None
+            _mark("load the ICD loader")
+            doc = enumerate_ctypes(cl_lib) if cl_lib else None
         except Exception:  # no such symbol, a loader that will not load: the binding's way below
             doc = None
         if doc is not None:
             print(json.dumps(doc))
+            _mark("write the document")
             return 0
     try:
         cl = _binding()
