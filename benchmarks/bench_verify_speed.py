@@ -111,7 +111,8 @@ def main() -> int:
                 if not sp.get("images_per_s"):
                     continue
                 d = {"verify_ips": sp["images_per_s"], "spread": sp.get("spread"), "repeats": sp.get("repeats"),
-                     "stopped": sp.get("stopped"), "verdict": r["verdict"]}
+                     "stopped": sp.get("stopped"), "verdict": r["verdict"],
+                     "stage_s": {st: (r.get(st) or {}).get("stage_s") for st in ("correctness", "learning", "speed")}}
                 if r["framework"] == "torch" and r["device"] in ("cpu", "cuda:0"):
                     t, p = run([args.python, "-c", HAND_LOOP, r["device"]], env)
                     if p.returncode == 0:
@@ -126,6 +127,9 @@ def main() -> int:
                              + (f" vs hand {v['hand_ips']:.0f} -> {v['ratio']:.3f}" if "ratio" in v else "")
                              for k, v in row["devices"].items())
             print(f"round {i + 1} {fset}: verify {wall:.1f} s (floor: import {floor:.1f} s); {devs}", flush=True)
+            stages = "; ".join(f"{k} " + "/".join(f"{st[0]} {v:.1f}" for st, v in d["stage_s"].items() if v is not None)
+                               for k, d in row["devices"].items() if d.get("stage_s"))
+            print(f"  stage seconds (correctness/learning/speed): {stages}", flush=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f}, {'serial' if args.serial else 'overlapped'} schedule")
     goals = {"torch": 12.0, "torch,jax": 20.0, "plaidml": 30.0}

@@ -30,6 +30,7 @@ say() { echo "== $*" | tee -a "$log"; }
 
 say "machine: $(nproc) CPUs; $(nvidia-smi --query-gpu=name,driver_version,persistence_mode --format=csv,noheader 2>&1 | head -2)"
 say "python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1))"
+say "CPUs: nproc $(nproc), cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo -); $("$PY" -c 'import os, torch; print("os.cpu_count", os.cpu_count(), "affinity", len(os.sched_getaffinity(0)), "torch threads", torch.get_num_threads(), "interop", torch.get_num_interop_threads())' 2>&1 | tail -1)"
 
 say "1. scan against its floors and collect_env"
 timeout 900 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-15}" --json "$out/bench_scan.json" 2>&1 | tee -a "$log"
