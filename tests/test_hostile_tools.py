@@ -179,3 +179,53 @@ def test_a_replay_parser_that_never_ends_costs_only_its_probe(monkeypatch: pytes
     assert status["stuck"] == "timeout"
     assert status["nvidia"] == "ok" and status["cpu"] == "ok"
     assert [g.name for g in facts.gpus] == ["NVIDIA H200"]
+
+
+def _child(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    from mlprobe.scan.live import _early
+
+    def spawn(full_import: bool = False) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=os.name == "posix")
+
+    monkeypatch.setattr(_early, "spawn", spawn)
+    monkeypatch.setattr(_early, "started", None)
+    from mlprobe.scan.live import opencl
+
+    opencl._end_children()  # what earlier scans of this process left ending
+    monkeypatch.setattr(opencl, "_ending", [])
+
+
+_ANSWER_THEN = ("import json, os, sys, time\n"
+                "sys.stdout.write(json.dumps({'platforms': []})); sys.stdout.flush()\n"
+                "n = os.open(os.devnull, os.O_WRONLY); os.dup2(n, 1); os.dup2(n, 2)\n")
+
+
+def test_opencl_child_that_answered_is_not_waited_for_while_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OpenCL child writes its answer, closes its output and then ends (NVIDIA's driver tears its
+    context down at exit): the scan takes the answer at once, and a child still ending (here: hanging)
+    when mlprobe exits is ended then."""
+    from mlprobe.scan.capture import spec
+    from mlprobe.scan.live import opencl
+
+    _child(monkeypatch, _ANSWER_THEN + "time.sleep(30)\n")
+    t0 = time.monotonic()
+    cap = opencl.live_capture(LiveHost(), spec("mlprobe-opencl.json"))
+    assert time.monotonic() - t0 < 5
+    assert cap.status == "ok" and json.loads(cap.data or b"") == {"platforms": []}
+    [proc] = opencl._ending
+    assert proc.poll() is None  # still "ending"
+    opencl._end_children()
+    assert proc.wait(timeout=5) != 0 and opencl._ending == []
+
+
+def test_opencl_child_that_closed_its_output_without_an_answer_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.scan.capture import spec
+    from mlprobe.scan.live import opencl
+
+    _child(monkeypatch, "import os, sys, time\nsys.stdout.write('{\"platf'); sys.stdout.flush()\n"
+                        "n = os.open(os.devnull, os.O_WRONLY); os.dup2(n, 1); os.dup2(n, 2)\n"
+                        "time.sleep(0.5); sys.exit(3)\n")
+    cap = opencl.live_capture(LiveHost(), spec("mlprobe-opencl.json"))
+    assert cap.status == "error" and "status 3" in (cap.error or ""), cap.error
+    assert opencl._ending == []

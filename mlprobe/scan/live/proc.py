@@ -88,11 +88,16 @@ class _Reader(threading.Thread):
 
 
 def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
-                        max_bytes: int = DEFAULT_MAX_BYTES) -> "tuple[bytes, bytes]":
+                        max_bytes: int = DEFAULT_MAX_BYTES,
+                        exit_grace: Optional[float] = None) -> "tuple[bytes, bytes]":
     """The child's (stdout, stderr), read as it writes, within `timeout` seconds. Past the time limit
     the child's whole process group is killed (so its pipes close) and subprocess.TimeoutExpired is
     raised; past `max_bytes` of stdout it is killed the same way and OutputCapped is raised with
-    the first max_bytes."""
+    the first max_bytes.
+
+    exit_grace: a child that closes both pipes before it exits (its answer is complete; what is left
+    is its own teardown, such as a GPU driver's) is waited for at most this long after that; then
+    the output is returned with proc.returncode still None, and the child ends on its own."""
     over = threading.Event()
     out_r = _Reader(proc.stdout, max_bytes, over) if proc.stdout is not None else None
     err_r = _Reader(proc.stderr, MAX_STDERR_BYTES, None) if proc.stderr is not None else None
@@ -101,6 +106,7 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
         r.start()
     deadline = time.monotonic() + timeout
     capped = False
+    closed_at: Optional[float] = None
     while True:
         if over.is_set():
             capped = True
@@ -108,8 +114,15 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
         left = deadline - time.monotonic()
         if left <= 0:
             break
+        if exit_grace is not None and not any(r.is_alive() for r in readers):
+            closed_at = closed_at or time.monotonic()
+            try:
+                proc.wait(timeout=max(0.0, min(left, closed_at + exit_grace - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                pass
+            break
         try:
-            proc.wait(timeout=min(left, 0.05))
+            proc.wait(timeout=min(left, 0.005 if exit_grace is not None else 0.05))
         except subprocess.TimeoutExpired:
             continue
         # exited: the readers end when the pipes close (a grandchild holding them is waited for
@@ -121,7 +134,8 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
             break
         if not any(r.is_alive() for r in readers):
             break
-    finished = not capped and proc.returncode is not None and not any(r.is_alive() for r in readers)
+    output_done = not capped and not any(r.is_alive() for r in readers)
+    finished = output_done and (proc.returncode is not None or closed_at is not None)
     if not finished:
         kill_tree(proc)
         try:
