@@ -12,8 +12,8 @@
 #                                    serial comparison, no second PlaidML verify), packed as they finish
 #
 # Needs, in this checkout: .whl/h200 (mlprobe's wheel and its dependencies for CPython 3.12 manylinux,
-# numpy left out: the image has it) and, for `offline`, build/h200-plaidml (`mlprobe bundle --replay
-# fixtures/linux-nvidia-h200-mlprobe-capture --recipe plaidml-keras --reuse-installed -o build/h200-plaidml`).
+# with numpy for PlaidML's venv; the image's own numpy serves mlprobe run from this checkout) and,
+# for `offline`, build/h200-plaidml (`mlprobe bundle --replay fixtures/linux-nvidia-h200-mlprobe-capture --recipe plaidml-keras --reuse-installed -o build/h200-plaidml`).
 # Each part packs its outputs into one OUT/<part>-*.tgz (few files come back from that machine).
 set -u
 cd "$(dirname "$0")/.."
@@ -26,13 +26,16 @@ wheel="$(ls .whl/h200/mlprobe-*.whl | head -1)"
 # mlprobe's dependencies for the image's Python when mlprobe runs from this checkout (doctor, speed)
 site=/tmp/mlprobe-site
 "$base" -m pip install -q --no-index --no-deps --no-compile --target "$site" \
-  $(ls .whl/h200/*.whl | grep -v '/mlprobe-') >/dev/null 2>&1 || echo "installing the dependencies failed"
+  $(ls .whl/h200/*.whl | grep -v -e '/mlprobe-' -e '/numpy-') >/dev/null 2>&1 || echo "installing the dependencies failed"
 export PYTHONPATH="$site"
 pv=/tmp/plaidml-venv  # PlaidML's venv, made by the bundle's install
 make_plaidml_venv() {
   rm -rf "$pv"
   "$base" -m venv --system-site-packages "$pv"
-  VENV="$pv" DEPS=.whl/h200 OUT="$out/w/bundle" timeout 300 scripts/h200-bundle.sh build/h200-plaidml "$wheel"
+  # the venv sees none of the image's packages (a venv made from a venv's python), nor the folder on
+  # PYTHONPATH: mlprobe, its dependencies and numpy (which the bundle, made with --reuse-installed,
+  # leaves to the environment) come from .whl/h200
+  env -u PYTHONPATH VENV="$pv" DEPS=.whl/h200 OUT="$out/w/bundle" timeout 300 scripts/h200-bundle.sh build/h200-plaidml "$wheel"
   echo "h200-bundle.sh exit $?"
 }
 pack() { tar czf "$out/$1.tgz" -C "$out/w" . && rm -rf "$out/w"; }

@@ -44,7 +44,7 @@ expect() {  # expect WHAT CONDITION...
 step doctor "$out/doctor.txt" "$PY" -m mlprobe doctor -v --python "$PY"; rc=$?
 expect "doctor --python $PY exits 0 (nothing blocks)" test "$rc" -eq 0
 expect "doctor says nothing blocks" grep -q "Nothing blocks" "$out/doctor.txt"
-expect "doctor lists the H200 as torch's device" grep -q "cuda:0 NVIDIA H200" "$out/doctor.txt"
+expect "doctor lists the H100 or H200 as torch's device" grep -q -E "cuda:0 NVIDIA H(1|2)00" "$out/doctor.txt"
 
 step doctor-json "$out/doctor.json" "$PY" -m mlprobe doctor --json --python "$PY"; rc=$?
 expect "doctor --json exits 0" test "$rc" -eq 0

@@ -27,7 +27,7 @@ def work(secs):                                # untimed work that reports progr
     end = time.time() + secs
     while time.time() < end:
         time.sleep(0.05)
-        emit(event="tick")
+        emit(event="tick", at=time.time())
 cfg = json.loads(sys.argv[3])
 work(cfg["before"])                            # import, correctness, learning
 emit(event="timing", on=True)
@@ -51,24 +51,31 @@ def fake_python(tmp_path: Path) -> str:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the fake interpreter is a script with a #! line")
-def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str) -> None:
-    gate = TimingGate()
+@pytest.mark.parametrize("pause", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="pausing the others is Linux-only"))])
+def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str, pause: bool) -> None:
+    """Barrier: the first timed section waits for every other child to reach the gate. Pausing
+    (Linux): it starts at once and the others are stopped meanwhile (none of them reports progress
+    inside another's timed section), and a paused child is not taken for a hung one either."""
+    gate = TimingGate(pause=pause)
     plans = [{"before": 0.1, "timed": 0.45, "after": 0.3}, {"before": 0.2, "timed": 0.45, "after": 0.0},
              {"before": 1.0, "timed": 0.4, "after": 0.1}]
     results: List[Tuple[float, float]] = []
+    ticks: List[Tuple[int, float]] = []
     lock = threading.Lock()
 
-    def one(cfg: dict) -> None:
+    def one(i: int, cfg: dict) -> None:
         # stall 0.5 s: shorter than the wait for the others' untimed work and timed sections, so a
-        # waiting child that kept its stall clock running would be killed as hung
+        # waiting (or paused) child that kept its stall clock running would be killed as hung
         res = run_child(fake_python, ["run", json.dumps(cfg)], timeout=20, stall=0.5, gate=gate)
         assert res.clean, (res.ended, res.detail, res.stderr_tail)
         iv = next(e for e in res.events if e["event"] == "interval")
         with lock:
             results.append((iv["start"], iv["end"]))
+            ticks.extend((i, e["at"]) for e in res.events if e["event"] == "tick")
 
     started = time.time()
-    threads = [threading.Thread(target=one, args=(p,)) for p in plans]
+    threads = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(plans)]
     for t in threads:
         t.start()
     for t in threads:
@@ -77,8 +84,14 @@ def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str
     results.sort()
     for (_, end), (start, _) in zip(results, results[1:]):
         assert start >= end - 0.01, results
-    # the first timed section waited for the slowest untimed start (1.0 s): a barrier, not a queue
-    assert results[0][0] - started >= 0.9
+    if not pause:
+        # the first timed section waited for the slowest untimed start (1.0 s): a barrier, not a queue
+        assert results[0][0] - started >= 0.9
+    else:
+        # it went as soon as it asked (0.1 s of work), and nobody worked while anybody timed
+        assert results[0][0] - started < 0.9, results
+        inside = [(i, at) for i, at in ticks for start, end in results if start + 0.02 < at < end - 0.02]
+        assert inside == [], (inside, results)
     assert time.time() - started < 6
 
 
@@ -149,3 +162,42 @@ def test_lanes_keep_their_order_and_run_side_by_side() -> None:
     assert seen.index("a1") < seen.index("a2")
     serial = run_lanes({"a": [job("x", 0.0)], "b": [job("y", 0.0)]}, parallel=False)
     assert serial["a"][0].result() == "x" and serial["b"][0].result() == "y"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_paused_child_does_not_outlive_a_killed_runner(tmp_path: Path) -> None:
+    """A gated child asks the kernel to kill it when the runner dies: paused (SIGSTOP) while another
+    child times, it could not notice a `kill -9` of mlprobe, and would keep its GPU memory forever."""
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "child.pid"
+    child = ("import os, signal, sys\n"
+             "from mlprobe.verify.payload.__main__ import die_with_parent\n"
+             "die_with_parent(os.getppid())\n"
+             f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+             "os.kill(os.getpid(), signal.SIGSTOP)\n")
+    runner = ("import subprocess, sys, time\n"
+              f"subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+              "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", runner])
+    deadline = time.time() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return  # gone (and reaped)
+        if state in ("Z", "X"):
+            return  # dead, waiting for init to reap it
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError(f"the paused child {pid} outlived its killed runner (state {state})")

@@ -147,6 +147,9 @@ def _run_child(
         err.close()
         res.ended, res.detail = "start-failed", str(exc)
         return res
+    if gated is not None:
+        gated[0].attach(gated[1], proc)
+    paused = 0.0  # time paused by the gate (another child timing), already added to the clocks
 
     lines: "queue.Queue[Optional[str]]" = queue.Queue()
     seen = [t0]  # when the child last printed a line that is no event
@@ -186,6 +189,12 @@ def _run_child(
     allowed = stall  # a tick may announce a longer quiet spell (`next_s`): a slow device is not a hung one
     eof = False
     while not eof:
+        if gated is not None:
+            more = gated[0].paused_s(gated[1]) - paused
+            if more > 0:  # paused while another child timed: neither its stall clock nor its limit ran
+                paused += more
+                last += more
+                deadline += more
         now = time.monotonic()
         wait = min(deadline - now, last + allowed - now)
         if wait <= 0:

@@ -152,6 +152,7 @@ class _FrameworkRun:
         gate = self.opts.get("gate")
         if gate is not None:
             full["gated"] = True  # timed loops wait for the gate (verify/overlap.py)
+            full["parent_pid"] = os.getpid()  # a paused child must not outlive this process
         full.update(cfg)
         overlap = {"gate": gate} if gate is not None else {}
         res = run_child(self.python, ["run", json.dumps(full)],

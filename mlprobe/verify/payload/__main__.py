@@ -90,8 +90,25 @@ def mode_discover(cfg):
     return 0
 
 
+def die_with_parent(parent_pid):
+    """Linux: ask the kernel to kill this process when the runner dies. A gated child may be paused
+    (SIGSTOP) while another times; paused, it could not notice a `kill -9` of the runner itself."""
+    if not sys.platform.startswith("linux") or not parent_pid:
+        return
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        return
+    if os.getppid() != int(parent_pid):  # the runner died before the request took hold
+        os._exit(137)
+
+
 def mode_run(cfg):
     fw = cfg["framework"]
+    if cfg.get("gated"):
+        die_with_parent(cfg.get("parent_pid"))
     H.inject(cfg, "*", "import")
     t0 = time.time()
     try:
