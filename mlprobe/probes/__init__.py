@@ -1,4 +1,5 @@
-"""Probe registry. A vendor is added by one module here and one fixture bundle.
+"""Probe registry. A vendor is added by one module here, its row in knowledge/probes.json and one
+fixture bundle.
 
 Order matters twice: the scan starts probes in this order (the OpenCL child process first, since it
 is the slowest), and GPU observations are merged in this order (the first source to name a field
@@ -10,33 +11,27 @@ Third parties register more through the `mlprobe.probes` entry-point group (name
 from __future__ import annotations
 
 import importlib
-from typing import Callable, List, Tuple
+import json
+import os
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..model.facts import Contribution
 
-# (probe name, module). Modules are imported lazily, inside the scan's worker threads.
-PROBES: List[Tuple[str, str]] = [
-    ("opencl", "mlprobe.probes.opencl"),
-    ("nvidia", "mlprobe.probes.nvidia"),
-    ("jetson", "mlprobe.probes.jetson"),
-    ("rocm", "mlprobe.probes.rocm"),
-    ("apple", "mlprobe.probes.apple"),
-    ("windows", "mlprobe.probes.windows"),
-    ("intel", "mlprobe.probes.intel"),
-    ("ascend", "mlprobe.probes.ascend"),
-    ("pci", "mlprobe.probes.pci"),
-    ("usb", "mlprobe.probes.usb"),
-    ("collect_env", "mlprobe.probes.collect_env"),
-    ("cpu", "mlprobe.probes.cpu"),
-    ("os", "mlprobe.probes.os_"),
-    ("python", "mlprobe.probes.python"),
-    ("memory", "mlprobe.probes.memory"),
-    ("frameworks", "mlprobe.probes.frameworks"),
-]
+# The built-in probes and the GPU merge order are data (knowledge/probes.json): a vendor's probe is a
+# row there and its module here. Modules are imported lazily, inside the scan's worker threads.
+def _table() -> "List[Dict[str, Any]]":
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "probes.json")
+    with open(path, "rb") as fh:
+        rows: List[Dict[str, Any]] = json.loads(fh.read())["probes"]
+    return rows
 
+
+_ROWS = _table()
+# (probe name, module), in the order the scan starts them
+PROBES: List[Tuple[str, str]] = [(str(r["name"]), str(r["module"])) for r in _ROWS]
 # GPU merge priority: earlier sources win a field.
-GPU_SOURCE_ORDER = ["nvidia", "jetson", "rocm", "apple", "windows", "intel", "ascend", "collect_env", "pci",
-                    "opencl"]
+GPU_SOURCE_ORDER: List[str] = [str(r["name"]) for r in sorted((r for r in _ROWS if r.get("gpu_rank") is not None),
+                                                                key=lambda r: int(r["gpu_rank"]))]
 
 ProbeFn = Callable[..., Contribution]
 
