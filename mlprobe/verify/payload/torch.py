@@ -2,9 +2,7 @@
 # The verify payload's torch backend. PyTorch: the CPU, CUDA and ROCm (torch.cuda), Apple's MPS, Intel's XPU
 # and DirectML (torch-directml) devices. Loaded by __main__.py only when a config names it; the framework is
 # imported only in Backend(cfg). Python 3.7 compatible, standard library + the framework (see __main__.py).
-import importlib
 import sys
-import threading
 
 from ._harness import (LEARN_SIZE, compare_grads, correctness_batch, correctness_record, find_spec,
     learn_loop, learning_data, peak_rss_bytes, short_error, timed_training)
@@ -13,13 +11,6 @@ from ._harness import (LEARN_SIZE, compare_grads, correctness_batch, correctness
 # What discover checks: the modules that must import, the distributions that give the version.
 MODULES = ("torch",)
 DISTS = ("torch",)
-
-
-def _import_quietly(name):
-    try:
-        importlib.import_module(name)
-    except Exception:  # the stage that needs it imports it again and says what failed
-        pass
 
 
 class TorchBackend(object):
@@ -32,13 +23,6 @@ class TorchBackend(object):
         self.torch, self.nn, self.F, self.cfg = torch, nn, F, cfg
         self.version = getattr(torch, "__version__", None)
         self.dml = None
-        # The first optimizer a process makes imports torch._dynamo (torch.optim's methods are
-        # wrapped by torch._disable_dynamo): seconds of Python between the correctness and the
-        # learning stage. It is imported here, beside device discovery and the correctness check,
-        # which spend their time in native code; the learning stage waits for it.
-        self._dynamo = threading.Thread(target=_import_quietly, args=("torch._dynamo",), name="mlprobe-dynamo")
-        self._dynamo.daemon = True
-        self._dynamo.start()
 
     def info(self):
         t = self.torch
@@ -185,7 +169,6 @@ class TorchBackend(object):
         return rec
 
     def learning(self, dev, nan):
-        self._dynamo.join()
         t, nn, F, cfg = self.torch, self.nn, self.F, self.cfg
         s = LEARN_SIZE
         t.manual_seed(cfg["seed"] + 1)
@@ -224,7 +207,6 @@ class TorchBackend(object):
             t.set_num_threads(threads)
 
     def speed(self, dev, nan):
-        self._dynamo.join()
         t, F, cfg = self.torch, self.F, self.cfg
         b = cfg["speed_batch"]
         t.manual_seed(cfg["seed"] + 4)
