@@ -34,10 +34,20 @@ PLAN_HINT = "mlprobe plan  # the builds that fit this machine, with their instal
 
 
 def check(name: str) -> Callable[[Check], Check]:
+    """Register a check under the name a rule's `test` gives; a second check under a name already taken
+    is refused (ValueError naming both), so one cannot silently replace another."""
     def deco(fn: Check) -> Check:
+        taken = CHECKS.get(name)
+        if taken is not None and _where(taken) != _where(fn):
+            raise ValueError(f"the doctor check {name!r} is registered twice: {_where(taken)} and {_where(fn)}")
         CHECKS[name] = fn
         return fn
     return deco
+
+
+def _where(fn: Callable[..., object]) -> str:
+    """module.qualname of a registered check (the same definition imported again is not a second one)."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def _ev(*items: Optional[Evidence]) -> List[Evidence]:
