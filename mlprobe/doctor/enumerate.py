@@ -19,10 +19,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Mapping, Optional
 
+from ..model.vocabulary import vocabulary
 from ..scan.capture import Capture, CaptureSpec
 from ..verify.child import child_env, run_child
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "plaidml")
+FRAMEWORKS = vocabulary().payload_frameworks()  # the registry's: those the verify payload trains itself
 METHOD = "the verify payload in enumerate-only mode (import the framework, list its devices, stop)"
 DEFAULT_TIMEOUT = 60.0
 

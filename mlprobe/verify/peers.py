@@ -11,8 +11,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..model.vocabulary import vocabulary
+
 SLOWER_BY = 0.20  # slower than the median of its peers by more than this fraction
-GPU_KINDS = ("cuda", "rocm", "xpu", "directml", "mps")
+GPU_KINDS = vocabulary().gpu_backends()  # the registry's GPU backends: the device kinds that are GPUs
 
 
 @dataclass(frozen=True)
