@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..model.doctor import DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, RuleOutcome, SEVERITIES
 from ..model.facts import Facts, FrameworkFacts, ScanReport
+from ..model.jsontypes import JsonObject
 from ..model.knowledge import rows, table
 from ..model.plan import Plan
 from ..scan.capture import Host
@@ -135,7 +136,7 @@ def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[F
 
 
 def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[str]], Optional[Plan]],
-             python: Optional[str] = None, enumeration_doc: Optional[Dict[str, Any]] = None,
+             python: Optional[str] = None, enumeration_doc: Optional[JsonObject] = None,
              source: Optional[Mapping[str, str]] = None) -> DoctorResult:
     """Every rule over one machine. `scan` is the scan; `plan_fn(facts, python)` plans it (the pipeline
     hands in its planner); `enumeration_doc` is what mlprobe.doctor.enumerate asked the target
