@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from ..model.doctor import DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, RuleOutcome, SEVERITIES
 from ..model.facts import Facts, FrameworkFacts, ScanReport
 from ..model.jsontypes import JsonObject
-from ..model.knowledge import rows, table
+from ..model.knowledge import Row, rows, table
 from ..model.plan import Plan
 from ..scan.capture import Host
 from . import parse as P
@@ -53,8 +53,6 @@ def finding(row: Dict[str, Any], hit: Hit) -> Finding:
 
 
 def evaluate_rules(dc: DoctorContext) -> Tuple[List[Finding], List[RuleOutcome]]:
-    from ..model.knowledge import Row
-
     found: List[Finding] = []
     outcomes: List[RuleOutcome] = []
     dc.found = found  # type: ignore[attr-defined]  # the framework checks ask whether a cause was found
