@@ -233,3 +233,19 @@ def test_a_contract_field_is_set_once() -> None:
     import pickle
 
     assert pickle.loads(pickle.dumps(m)) == m and _copy.deepcopy(m) == m
+
+
+@pytest.mark.parametrize("vendor", [42, None, ["nvidia"], "<missing>"])
+def test_a_gpu_whose_vendor_is_damaged_is_kept_with_its_vendor_unknown(vendor: Any) -> None:
+    """The lenient reader (a report nobody checked) drops a list item whose required field it cannot
+    read; a GPU is still a GPU when only its vendor is damaged: it stays, vendor "unknown"."""
+    from mlprobe.model.facts import Facts, ScanReport
+
+    gpu: Dict[str, Any] = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
+    if vendor != "<missing>":
+        gpu["vendor"] = vendor
+    facts = Facts.from_report({"gpus": [gpu, {"vendor": "amd", "name": "Radeon RX 6800 XT"}]})
+    assert [(g.vendor, g.name, g.compute_capability) for g in facts.gpus] == [
+        ("unknown", "NVIDIA H100 80GB HBM3", "9.0"), ("amd", "Radeon RX 6800 XT", None)]
+    with pytest.raises(ContractError, match=r"gpus\[0\]\.vendor"):  # the strict reader still names it
+        ScanReport.from_json({"gpus": [gpu]})

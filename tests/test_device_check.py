@@ -49,7 +49,7 @@ def test_without_a_venv_the_same_cause_comes_with_steps_and_no_fix() -> None:
 def test_after_the_fix_the_loader_lists_the_gpu() -> None:
     after = load(H200 / "opencl-loaders-activated.json")
     mine = next(r for r in after["loaders"] if r["name"] == "libOpenCL.so")
-    assert D._loader_lists(mine, WANT)
+    assert D._loader_lists(D.LoaderRecord.from_json(mine), WANT)
     assert mine["env"]["OCL_ICD_VENDORS"] == "/opt/torch/.venv/etc/OpenCL/vendors"
     # listed at the loader level: the cause is PlaidML's own configuration, and nothing to fix there
     d = D.diagnose_opencl("plaidml", WANT, after, venv="/opt/torch/.venv")

@@ -279,3 +279,19 @@ def test_hostile_captures_never_crash_the_doctor(tmp_path_factory: pytest.TempPa
     jsonschema.Draft202012Validator(doctor_schema()).validate(doc)
     crashed = [r for r in doc["rules"] if r["outcome"] == "unknown" and "check failed" in (r.get("why") or "")]
     assert not crashed, crashed
+
+
+def test_a_second_check_under_a_taken_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.doctor.checks._base import check
+
+    first = C.CHECKS["torch_cpu_build"]
+    monkeypatch.setitem(C.CHECKS, "torch_cpu_build", first)  # put back, should the guard be missing
+
+    def torch_cpu_build(dc: Any, row: Any) -> Any:  # another check under the same name
+        return []
+
+    with pytest.raises(ValueError, match=r"'torch_cpu_build' is registered twice: "
+                                         r"mlprobe\.doctor\.checks\.build\.torch_cpu_build and .*torch_cpu_build"):
+        check("torch_cpu_build")(torch_cpu_build)
+    assert C.CHECKS["torch_cpu_build"] is first  # the first one stays
+    check("torch_cpu_build")(first)  # the same definition registered again is no second check

@@ -650,3 +650,18 @@ def test_odd_reports_never_crash_the_plan(data: st.DataObject) -> None:
         assert str(exc)
         return
     assert set(plan) >= {"recommended", "rejected", "installed", "top"}
+
+
+def test_a_second_named_test_under_a_taken_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.plan.conditions import TESTS, test
+
+    first = TESTS["cuda_driver_runs"]
+    monkeypatch.setitem(TESTS, "cuda_driver_runs", first)  # put back, should the guard be missing
+
+    def cuda_driver_runs(cond: Any, ctx: Any, kb: Any, row: Any) -> Any:  # another test under the same name
+        raise AssertionError("never registered")
+
+    with pytest.raises(ValueError, match=r"'cuda_driver_runs' is registered twice: mlprobe\.plan\..*cuda_driver_runs "
+                                         r"and .*test_rules.*cuda_driver_runs"):
+        test("cuda_driver_runs")(cuda_driver_runs)
+    assert TESTS["cuda_driver_runs"] is first

@@ -85,7 +85,8 @@ def test_a_new_fact_is_two_edits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_report_file_becomes_facts_at_the_door() -> None:
     """A scan report from a file (another version, hand-written) is read once, leniently: a value of
-    the wrong type is unknown, an entry of the wrong shape is left out, the rest is read."""
+    the wrong type is unknown, an entry of the wrong shape is left out (a GPU whose vendor is unreadable is
+    kept, vendor unknown), the rest is read."""
     doc = {"os": {"system": "Linux", "wsl": "yes", "windows_build": "22631"},
            "cpu": {"arch": "x86_64", "flags": ["avx", 3, "avx2"], "x86_64_level": True},
            "gpus": [{"vendor": "nvidia", "name": "NVIDIA H100", "compute_capability": 9.0}, {"name": "no vendor"}, 7],
@@ -94,7 +95,9 @@ def test_a_report_file_becomes_facts_at_the_door() -> None:
     facts = Facts.from_report(doc)
     assert facts.os.system == "Linux" and facts.os.wsl is None and facts.os.windows_build is None
     assert facts.cpu.flags == ("avx", "avx2") and facts.cpu.x86_64_level is None
-    assert [g.name for g in facts.gpus] == ["NVIDIA H100"] and facts.gpus[0].compute_capability is None
+    # a GPU without a readable vendor is still a GPU (vendor unknown); 7 is no GPU at all
+    assert [(g.vendor, g.name) for g in facts.gpus] == [("nvidia", "NVIDIA H100"), ("unknown", "no vendor")]
+    assert facts.gpus[0].compute_capability is None
     assert facts.runtimes.cuda is not None and facts.runtimes.cuda.driver_version == "580.65.06"
     assert facts.runtimes.cuda.version is None and facts.runtimes.rocm is None and facts.frameworks == ()
     ctx = derive(facts, knowledge())

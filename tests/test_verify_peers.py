@@ -60,6 +60,23 @@ def test_only_same_model_same_framework_with_a_speed_are_peers() -> None:
     assert slow_gpus(other_fw) == []
 
 
+def test_the_gpu_kinds_are_the_registry_gpu_backends() -> None:
+    """Which device kinds are GPUs is the registry's `gpu` flag of a backend, not a list in verify/: the
+    CPU, an NPU and PlaidML's generic OpenCL kind are never peers; a Mac Pro's two Radeons under PlaidML's
+    Metal are."""
+    from mlprobe.model.vocabulary import vocabulary
+    from mlprobe.verify.peers import GPU_KINDS
+
+    assert set(GPU_KINDS) == {b.id for b in vocabulary().backends if b.gpu}
+    assert {"cuda", "rocm", "xpu", "directml", "mps"} <= set(GPU_KINDS)
+    assert not {"cpu", "npu", "gpu", "opencl"} & set(GPU_KINDS)
+    npus = [rec(f"npu:{i}", s, name="Ascend 910B", kind="npu") for i, s in enumerate((4000.0, 1000.0))]
+    assert slow_gpus(npus) == []
+    radeons = [rec(f"metal_amd_radeon_pro_w6800x.{i}", s, name="AMD Radeon Pro W6800X", kind="metal",
+                   framework="plaidml") for i, s in enumerate((4000.0, 1000.0))]
+    assert [g.device for g in slow_gpus(radeons)] == ["metal_amd_radeon_pro_w6800x.1"]
+
+
 def test_per_gpu_lines_only_for_several_gpus() -> None:
     assert per_gpu_lines(h100s(40000)) == []
     assert per_gpu_lines(h100s(40000, 30000)) == [

@@ -136,3 +136,14 @@ def test_exit_codes() -> None:
 
 def test_summary_mentions_nothing_installed() -> None:
     assert "nothing to verify" in summarise(doc())[-1]
+
+
+def test_a_damaged_stage_record_is_read_not_a_traceback() -> None:
+    """The stage records come from another interpreter: a null tolerance, a string figure, a failure
+    that is no object are read as unknown (the verdict still comes), never a TypeError."""
+    r = rec(correctness={"passed": False, "loss_rel_err": 0.5, "loss_rtol": None, "grad_rel_err": "x"})
+    v, reason = V.decide(r, CPU, CPU)
+    assert v == V.WRONG_RESULTS and "loss differs from the CPU reference by 0.5 (tolerance 0)" in reason
+    assert V.decide(rec(failure="the process crashed"), CPU, CPU) == (V.UNAVAILABLE, "torch cuda:0: the process crashed")
+    m = V.Measured.of(rec(ips=2000.0))
+    assert V.judge(m, V.CpuBaseline(100.0, "torch"), V.CpuBaseline(100.0, "torch")) == V.decide(rec(ips=2000.0), CPU, CPU)

@@ -1,15 +1,17 @@
-"""What the doctor's checks read: the scan (as `scan --json` has it), the plan for it, the captures only
-doctor reads (parsed once, on first use), the frameworks' own enumeration, and where each fact came
-from, so that a finding can show the capture line behind it."""
+"""What the doctor's checks read: the scan's facts, the plan for them (both typed: model/facts.py,
+model/plan.py), the captures only doctor reads (parsed once, on first use), the frameworks' own
+enumeration, and where each fact came from, so that a finding can show the capture line behind it."""
 
 from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..model.context import RulesContext
 from ..model.doctor import Evidence
+from ..model.facts import Facts, FrameworkFacts, GpuFacts
+from ..model.plan import InstalledFinding, Plan, Recommendation
 from ..scan.capture import Host
 from . import parse as P
 
@@ -26,11 +28,11 @@ GPU_CAPTURES = ("nvidia-smi-query.csv", "nvidia-smi-q.txt", "nvidia-smi.txt", "r
 class DoctorContext:
     """One doctor run's view of a machine (live or replayed)."""
 
-    def __init__(self, host: Host, report: Dict[str, Any], plan: Dict[str, Any],
+    def __init__(self, host: Host, facts: Facts, plan: Optional[Plan],
                  enumeration: Optional[P.Enumeration], python: Optional[str] = None,
                  enumeration_note: Optional[str] = None) -> None:
         self.host = host
-        self.report = report
+        self.facts = facts
         self.plan = plan
         self.enumeration = enumeration
         self.python = python
@@ -74,26 +76,26 @@ class DoctorContext:
     # -- the machine -------------------------------------------------------------------------------
     @property
     def system(self) -> Optional[str]:
-        return (self.report.get("os") or {}).get("system")
+        return self.facts.os.system
 
-    def gpus(self, vendor: str) -> List[Dict[str, Any]]:
-        return [g for g in self.report.get("gpus") or [] if isinstance(g, dict) and g.get("vendor") == vendor]
+    def gpus(self, vendor: str) -> List[GpuFacts]:
+        return [g for g in self.facts.gpus if g.vendor == vendor]
 
-    def gpu_words(self, gpus: List[Dict[str, Any]]) -> str:
-        names = [str(g.get("name") or f"a {g.get('vendor')} GPU") for g in gpus]
+    def gpu_words(self, gpus: List[GpuFacts]) -> str:
+        names = [g.name or f"a {g.vendor} GPU" for g in gpus]
         return ", ".join(dict.fromkeys(names)) or "a GPU"
 
-    def gpu_evidence(self, gpu: Dict[str, Any]) -> Optional[Evidence]:
-        name = str(gpu.get("name") or "")
+    def gpu_evidence(self, gpu: GpuFacts) -> Optional[Evidence]:
+        name = gpu.name or ""
         words = [w for w in re.split(r"\W+", name) if w and w.lower() not in ("nvidia", "amd", "radeon", "geforce")]
         for cap in GPU_CAPTURES:
             if words:
                 ev = self.line(cap, r".*".join(re.escape(w) for w in words[-2:]))
                 if ev:
                     return ev
-        gfx = gpu.get("gfx_target")
+        gfx = gpu.gfx_target
         if gfx:
-            return self.line("rocminfo.txt", rf"Name:\s+{re.escape(str(gfx))}\b")
+            return self.line("rocminfo.txt", rf"Name:\s+{re.escape(gfx)}\b")
         return None
 
     @cached_property
@@ -202,13 +204,12 @@ class DoctorContext:
 
     # -- frameworks ----------------------------------------------------------------------------------
     @cached_property
-    def frameworks(self) -> Dict[str, Dict[str, Any]]:
-        return {str(f["name"]): f for f in self.report.get("frameworks") or []
-                if isinstance(f, dict) and f.get("name")}
+    def frameworks(self) -> Dict[str, FrameworkFacts]:
+        return {f.name: f for f in self.facts.frameworks if f.name}
 
     def framework_evidence(self, name: str) -> Optional[Evidence]:
-        fw = self.frameworks.get(name) or {}
-        version = str(fw.get("version") or "")
+        fw = self.frameworks.get(name)
+        version = (fw.version if fw is not None else None) or ""
         if self.python is not None and self.enumeration is not None:
             return Evidence(capture=self.enumeration.source, line=f"{name} {version}",
                             note=f"asked in {self.python}")
@@ -236,25 +237,25 @@ class DoctorContext:
         return next((f for f in self.enumeration.frameworks if f.name == name), None)
 
     # -- the plan --------------------------------------------------------------------------------
-    def best(self, framework: str, gpu_only: bool = True) -> Optional[Dict[str, Any]]:
-        for rec in self.plan.get("recommended") or []:
-            if rec.get("framework") == framework and (not gpu_only or rec.get("backend") not in ("cpu", None)):
-                return dict(rec)
+    def best(self, framework: str, gpu_only: bool = True) -> Optional[Recommendation]:
+        """The plan's best recipe for `framework` (on a GPU backend, unless gpu_only is off)."""
+        for rec in self.plan.recommended if self.plan is not None else ():
+            if rec.framework == framework and (not gpu_only or rec.backend not in ("cpu", None)):
+                return rec
         return None
 
     def install_line(self, framework: str) -> Optional[str]:
         rec = self.best(framework)
-        if rec and rec.get("commands"):
-            return " && ".join(str(c) for c in rec["commands"])
+        if rec and rec.commands:
+            return " && ".join(rec.commands)
         return None
 
-    def installed(self, package: str) -> Optional[Dict[str, Any]]:
-        return next((f for f in self.plan.get("installed") or [] if f.get("package") == package), None)
+    def installed(self, package: str) -> Optional[InstalledFinding]:
+        return next((f for f in (self.plan.installed if self.plan is not None else ()) if f.package == package), None)
 
     @cached_property
     def rules_ctx(self) -> RulesContext:
-        from ..model.facts import Facts
         from ..plan.context import derive
         from ..recipes import knowledge
 
-        return derive(Facts.from_report(self.report), knowledge())
+        return derive(self.facts, knowledge())

@@ -17,33 +17,35 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
+from ..model.jsontypes import JsonObject, JsonValue
+from ..model.vocabulary import vocabulary
 from ..scan.capture import Capture, CaptureSpec
 from ..verify.child import child_env, run_child
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "plaidml")
+FRAMEWORKS = vocabulary().payload_frameworks()  # the registry's: those the verify payload trains itself
 METHOD = "the verify payload in enumerate-only mode (import the framework, list its devices, stop)"
 DEFAULT_TIMEOUT = 60.0
 
 
-def _one(python: str, name: str, timeout: float, env: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+def _one(python: str, name: str, timeout: float, env: Optional[Mapping[str, str]]) -> JsonObject:
     t0 = time.monotonic()
     cfg = {"framework": name, "quick": True, "enumerate_only": True}
     extra = dict(env or {})
     if name == "plaidml":
         extra.setdefault("PLAIDML_EXPERIMENTAL", "1")
     res = run_child(python, ["run", json.dumps(cfg)], env=child_env(extra), timeout=timeout, stall=timeout)
-    rec: Dict[str, Any] = {"name": name, "version": None, "info": {}, "devices": [], "unavailable": [],
-                           "error": None}
+    rec: JsonObject = {"name": name, "version": None, "info": {}, "devices": [], "unavailable": [], "error": None}
     for ev in res.events:
         kind = ev.get("event")
         if kind == "hello":
+            info = ev.get("info")
             rec["version"] = ev.get("version")
-            rec["info"] = ev.get("info") if isinstance(ev.get("info"), dict) else {}
+            rec["info"] = info if isinstance(info, dict) else {}
         elif kind == "devices":
-            rec["devices"] = [d for d in ev.get("devices") or [] if isinstance(d, dict)]
-            rec["unavailable"] = [u for u in ev.get("unavailable") or [] if isinstance(u, dict)]
+            rec["devices"] = _objects(ev.get("devices"))
+            rec["unavailable"] = _objects(ev.get("unavailable"))
         elif kind == "fatal":
             rec["error"] = f"{ev.get('stage') or 'run'}: {ev.get('error')}"
     if not res.clean and rec["error"] is None:
@@ -53,20 +55,31 @@ def _one(python: str, name: str, timeout: float, env: Optional[Mapping[str, str]
     return rec
 
 
+def _objects(value: JsonValue) -> List[JsonValue]:
+    """The JSON objects of a list the payload sent (anything else in it is left out)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def enumerate_devices(python: str, timeout: float = DEFAULT_TIMEOUT,
-                      env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
-    """What each framework importable in `python` lists as its devices (see the module's docstring)."""
+                      env: Optional[Mapping[str, str]] = None) -> JsonObject:
+    """The `framework-devices.json` document: what each framework importable in `python` lists as its
+    devices (see the module's docstring)."""
     found = run_child(python, ["discover"], env=child_env(dict(env or {})), timeout=timeout, stall=timeout)
     disc = next((e for e in found.events if e.get("event") == "discover"), None)
-    doc: Dict[str, Any] = {"python": python, "python_version": None, "method": METHOD, "frameworks": []}
+    doc: JsonObject = {"python": python, "python_version": None, "method": METHOD, "frameworks": []}
     if disc is None:
         last = found.last_error_line()
         doc["error"] = f"the interpreter {found.how()}" + (f": {last}" if last else "")
         return doc
     doc["python_version"] = disc.get("python")
     listed = disc.get("frameworks")
-    fws: Dict[str, Any] = listed if isinstance(listed, dict) else {}
-    todo = [n for n in FRAMEWORKS if isinstance(fws.get(n), dict) and fws[n].get("importable") is True]
+    fws: JsonObject = listed if isinstance(listed, dict) else {}
+
+    def importable(name: str) -> bool:
+        fw = fws.get(name)
+        return isinstance(fw, dict) and fw.get("importable") is True
+
+    todo = [n for n in FRAMEWORKS if importable(n)]
     if todo:
         with ThreadPoolExecutor(max_workers=len(todo)) as pool:
             doc["frameworks"] = list(pool.map(lambda n: _one(python, n, timeout, env), todo))

@@ -10,8 +10,9 @@ from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..model.doctor import DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, RuleOutcome, SEVERITIES
-from ..model.facts import Facts, ScanReport
-from ..model.knowledge import rows, table
+from ..model.facts import Facts, FrameworkFacts, ScanReport
+from ..model.jsontypes import JsonObject
+from ..model.knowledge import Row, rows, table
 from ..model.plan import Plan
 from ..scan.capture import Host
 from . import parse as P
@@ -24,7 +25,7 @@ class _Blank(dict):  # type: ignore[type-arg]
         return "?"
 
 
-def _fill(template: str, params: Mapping[str, Any]) -> str:
+def _fill(template: str, params: Mapping[str, object]) -> str:
     values = _Blank({k: "" if v is None else v for k, v in params.items()})
     try:
         return string.Formatter().vformat(template, (), values)
@@ -61,7 +62,7 @@ def evaluate_rules(dc: DoctorContext) -> Tuple[List[Finding], List[RuleOutcome]]
             outcomes.append(RuleOutcome(rule=str(row.get("id")), outcome="unknown", why="no such check"))
             continue
         try:
-            result = fn(dc, row)
+            result = fn(dc, Row(row))
         except Exception as exc:  # a check that trips over odd input costs its own rule, never the run
             outcomes.append(RuleOutcome(rule=str(row["id"]), outcome="unknown",
                                         why=f"the check failed on this capture ({type(exc).__name__}: {exc})"[:300]))
@@ -76,25 +77,28 @@ def evaluate_rules(dc: DoctorContext) -> Tuple[List[Finding], List[RuleOutcome]]
     return found, outcomes
 
 
-def _frameworks_from(enum: P.Enumeration, system: Optional[str]) -> List[Dict[str, Any]]:
+def _frameworks_from(enum: P.Enumeration, system: Optional[str]) -> Tuple[FrameworkFacts, ...]:
     """The installed frameworks as the target interpreter's own enumeration names them."""
     from ..model.builds import flavour
 
-    out: List[Dict[str, Any]] = []
+    def text(value: object) -> Optional[str]:
+        return value if isinstance(value, str) else None
+
+    out: List[FrameworkFacts] = []
     for fw in enum.frameworks:
         info = fw.info
-        cuda = info.get("cuda") if isinstance(info.get("cuda"), str) else None
-        hip = info.get("hip") if isinstance(info.get("hip"), str) else None
-        out.append({"name": fw.name, "version": fw.version, "flavour": flavour(fw.name, fw.version, cuda, hip, system)
-                    or (("cpu" if fw.name == "torch" and cuda is None and hip is None else None)),
-                    "cuda": cuda, "hip": hip, "source": "enumeration"})
+        cuda, hip = text(info.get("cuda")), text(info.get("hip"))
+        out.append(FrameworkFacts(name=fw.name, version=fw.version, flavour=flavour(fw.name, fw.version, cuda, hip, system)
+                                  or (("cpu" if fw.name == "torch" and cuda is None and hip is None else None)),
+                                  cuda=cuda, hip=hip, source="enumeration"))
         if fw.name == "jax":
             if info.get("jaxlib"):
-                out.append({"name": "jaxlib", "version": info["jaxlib"], "source": "enumeration"})
-            for plugin, ver in (info.get("plugins") or {}).items() if isinstance(info.get("plugins"), dict) else ():
-                out.append({"name": str(plugin), "version": ver, "flavour": flavour(str(plugin), ver),
-                            "source": "enumeration"})
-    return out
+                out.append(FrameworkFacts(name="jaxlib", version=text(info["jaxlib"]), source="enumeration"))
+            plugins = info.get("plugins")
+            for plugin, ver in plugins.items() if isinstance(plugins, dict) else ():
+                out.append(FrameworkFacts(name=str(plugin), version=text(ver), flavour=flavour(str(plugin), text(ver)),
+                                          source="enumeration"))
+    return tuple(out)
 
 
 def _seen(enum: Optional[P.Enumeration]) -> Tuple[FrameworkSeen, ...]:
@@ -108,13 +112,13 @@ def _seen(enum: Optional[P.Enumeration]) -> Tuple[FrameworkSeen, ...]:
 
 
 def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[FrameworkSeen, ...],
-            report: Dict[str, Any]) -> str:
+            facts: Facts) -> str:
     blocking = [f for f in findings if f.severity == "blocking"]
     warnings = [f for f in findings if f.severity == "warning"]
     if blocking:
         s = f"{len(blocking)} blocking problem" + ("s" if len(blocking) > 1 else "") + f": {blocking[0].title}"
         return s + (f" (and {len(warnings)} warning" + ("s" if len(warnings) > 1 else "") + ")" if warnings else "")
-    gpus = [str(g.get("name")) for g in report.get("gpus") or [] if isinstance(g, dict) and g.get("name")]
+    gpus = [g.name for g in facts.gpus if g.name]
     where = f" ({', '.join(environment)})" if environment else ""
     if gpus:
         seen = [f"{fw.name} sees {', '.join(d for d in fw.devices if not d.startswith('cpu'))}"
@@ -130,22 +134,19 @@ def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[F
 
 
 def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[str]], Optional[Plan]],
-             python: Optional[str] = None, enumeration_doc: Optional[Dict[str, Any]] = None,
+             python: Optional[str] = None, enumeration_doc: Optional[JsonObject] = None,
              source: Optional[Mapping[str, str]] = None) -> DoctorResult:
     """Every rule over one machine. `scan` is the scan; `plan_fn(facts, python)` plans it (the pipeline
     hands in its planner); `enumeration_doc` is what mlprobe.doctor.enumerate asked the target
     interpreter (`--python`), else the `framework-devices.json` capture is read. The checks read the
-    scan and the plan as their documents (`scan --json`, `plan --json`), as knowledge/doctor.json names
-    their fields."""
-    report = scan.to_json()
+    scan's facts (with the frameworks the enumeration names, where it was asked) and the plan, typed."""
     facts: Facts = scan
     enum: Optional[P.Enumeration] = None
     note: Optional[str] = None
     how: str
     if enumeration_doc is not None:
         enum = P.enumeration_from(enumeration_doc, source=f"framework-devices ({python})")
-        report["frameworks"] = _frameworks_from(enum, scan.os.system)
-        facts = replace(scan.facts(), frameworks=Facts.from_report({"frameworks": report["frameworks"]}).frameworks)
+        facts = replace(scan.facts(), frameworks=_frameworks_from(enum, scan.os.system))
         how = f"asked the frameworks in {python}"
     else:
         cap = host.get("framework-devices.json")
@@ -161,17 +162,16 @@ def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[st
     py_version = (enumeration_doc or {}).get("python_version") if enumeration_doc else None
     mm = ".".join(str(py_version).split(".")[:2]) if py_version else None
     planned = plan_fn(facts, mm)
-    plan = planned.to_json() if planned is not None else {}
-    dc = DoctorContext(host, report, plan, enum, python=python, enumeration_note=note)
+    dc = DoctorContext(host, facts, planned, enum, python=python, enumeration_note=note)
     findings, outcomes = evaluate_rules(dc)
     environment = [f.title.replace("running in ", "", 1) for f in findings if f.rule in ("container-detected",
                                                                                          "wsl-detected")]
     seen = _seen(enum)
     blocking = any(f.severity == "blocking" for f in findings)
     return DoctorResult(doctor_version=DOCTOR_VERSION, kind=DOCTOR_KIND, verdict="blocking" if blocking else "ok",
-                        summary=summary(findings, environment, seen, report),
-                        python=python or (enum.python if enum else None) or (report.get("python") or {}).get("executable"),
-                        source=dict(source or report.get("source") or {"kind": host.kind}),
+                        summary=summary(findings, environment, seen, facts),
+                        python=python or (enum.python if enum else None) or scan.python.executable,
+                        source=dict(source or scan.source or {"kind": host.kind}),
                         environment=tuple(environment), findings=tuple(findings), rules=tuple(outcomes),
                         frameworks=seen, enumeration=how)
 

@@ -25,6 +25,16 @@ OPTIONAL_KEY = {OMIT_IF_NONE: True}
 # A field declared with `metadata=NOT_JSON_FIELD` is bookkeeping: never written, read or in the schema.
 NOT_JSON = "not_json"
 NOT_JSON_FIELD = {NOT_JSON: True}
+# A required field declared with `field(metadata=unknown_as(VALUE))` takes VALUE when the lenient reader
+# cannot read it (missing, or of the wrong type): its object is kept, with that field unknown, instead of
+# being left out of the list it sits in (a GPU whose vendor is damaged is still a GPU).
+UNKNOWN_AS = "unknown_as"
+
+
+def unknown_as(value: Any) -> Dict[str, Any]:
+    return {UNKNOWN_AS: value}
+
+
 # A contract with the class attribute `KEEPS_KEYS = True` writes the keys its sources gave, in their
 # order, and nothing else: where "the source wrote null" (it looked and found nothing) and "no source
 # wrote the key" are both facts (the scan's runtimes). It declares the field `keys` (NOT_JSON_FIELD).
@@ -278,7 +288,8 @@ def from_json(cls: Type[T], doc: Any, path: str = "", lenient: bool = False) -> 
     `lenient` reads a document nobody checked (a report from another version, a hand-written one):
     a value of the wrong type is unknown instead of an error: its field takes its default (None for
     an optional one), a list item or map entry of the wrong shape is left out, and only a required
-    field that cannot be read makes its object unreadable (left out of the list it sits in)."""
+    field that cannot be read makes its object unreadable (left out of the list it sits in), unless the
+    field names the value it takes when unknown (`unknown_as`)."""
     if not isinstance(doc, Mapping):
         if not lenient:
             raise ContractError(f"{_where(path)}: expected an object")
@@ -290,7 +301,9 @@ def from_json(cls: Type[T], doc: Any, path: str = "", lenient: bool = False) -> 
         if f.metadata.get(NOT_JSON):
             continue
         if f.name not in doc:
-            if required:
+            if required and lenient and UNKNOWN_AS in f.metadata:
+                values[f.name] = f.metadata[UNKNOWN_AS]
+            elif required:
                 raise _bad(lenient, f"{sub}: missing")
             continue
         if not lenient:
@@ -299,7 +312,9 @@ def from_json(cls: Type[T], doc: Any, path: str = "", lenient: bool = False) -> 
         try:
             values[f.name] = _read(tp, doc[f.name], sub, True)
         except _Unreadable:
-            if required:
+            if required and UNKNOWN_AS in f.metadata:
+                values[f.name] = f.metadata[UNKNOWN_AS]
+            elif required:
                 raise
     if getattr(cls, "KEEPS_KEYS", False):
         values[KEYS_FIELD] = tuple(k for k in doc if k in values)
@@ -358,5 +373,5 @@ def json_schema(cls: type, title: str) -> Dict[str, Any]:
             **({"$defs": defs} if defs else {})}
 
 
-__all__ = ["ContractError", "KEYS_FIELD", "NOT_JSON", "NOT_JSON_FIELD", "OMIT_IF_NONE", "OPTIONAL_KEY", "from_json",
-           "json_schema", "to_json"]
+__all__ = ["ContractError", "KEYS_FIELD", "NOT_JSON", "NOT_JSON_FIELD", "OMIT_IF_NONE", "OPTIONAL_KEY", "UNKNOWN_AS",
+           "from_json", "json_schema", "to_json", "unknown_as"]

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
-from .contract import contract, from_json, KEYS_FIELD, NOT_JSON_FIELD, OPTIONAL_KEY, Record, to_json
+from .contract import contract, from_json, KEYS_FIELD, NOT_JSON_FIELD, OPTIONAL_KEY, Record, to_json, unknown_as
 
 R = TypeVar("R", bound="Runtime")
 
@@ -127,7 +127,9 @@ class GpuTopology(_ToDict):
 class GpuFacts(_ToDict):
     """One physical accelerator, as seen by one or more sources."""
 
-    vendor: str  # nvidia, amd, intel, apple, arm, qualcomm, ... (lowercase)
+    # nvidia, amd, intel, apple, arm, qualcomm, ... (lowercase); "unknown" when no source names it, and
+    # when a report read leniently has it damaged (the GPU is kept, not dropped)
+    vendor: str = field(metadata=unknown_as("unknown"))
     name: Optional[str] = None
     driver_version: Optional[str] = None  # vendor's own numbering
     compute_capability: Optional[str] = None  # NVIDIA, "8.6"

@@ -32,10 +32,13 @@ class Framework(Record):
 
 @contract
 class Backend(Record):
-    """A backend in the registry (cuda, rocm, cpu, ...)."""
+    """A backend in the registry (cuda, rocm, cpu, ...): whether its devices are GPUs, and the one GPU
+    vendor it runs on (None: any vendor's, or no GPU)."""
 
     id: str
     title: str
+    gpu: bool = False
+    vendor: Optional[str] = None
 
 
 @contract
@@ -77,6 +80,14 @@ class Vocabulary(Record):
     def backend_ids(self) -> Tuple[str, ...]:
         return tuple(b.id for b in self.backends)
 
+    def gpu_backends(self) -> Tuple[str, ...]:
+        """The backends whose devices are GPUs (also the device kinds verify gives them)."""
+        return tuple(b.id for b in self.backends if b.gpu)
+
+    def backend_vendor(self, backend: Optional[str]) -> Optional[str]:
+        """The one GPU vendor a backend runs on (cuda: nvidia), None for any other."""
+        return next((b.vendor for b in self.backends if b.id == backend), None)
+
     def is_fact(self, path: str) -> bool:
         return path in self.facts
 
@@ -100,7 +111,8 @@ def vocabulary() -> Vocabulary:
                       import_name=str(r["import"]), aliases=_strs(r.get("aliases")))
             for r in doc["frameworks"]
         )
-        backends = tuple(Backend(id=str(r["id"]), title=str(r["title"])) for r in doc["backends"])
+        backends = tuple(Backend(id=str(r["id"]), title=str(r["title"]), gpu=bool(r.get("gpu")),
+                                 vendor=str(r["vendor"]) if r.get("vendor") else None) for r in doc["backends"])
         vendors = tuple(
             Vendor(id=str(r["id"]), pci=_strs(r.get("pci")),
                    text=re.compile(str(r["text"]), re.I) if r.get("text") else None)

@@ -392,8 +392,18 @@ TESTS: Dict[str, TestFn] = {}
 
 
 def test(name: str) -> Callable[[TestFn], TestFn]:
+    """Register a named test; a second test under a name already taken is refused (ValueError naming
+    both), so one cannot silently replace another."""
     def deco(fn: TestFn) -> TestFn:
+        taken = TESTS.get(name)
+        if taken is not None and _where(taken) != _where(fn):
+            raise ValueError(f"the named test {name!r} is registered twice: {_where(taken)} and {_where(fn)}")
         TESTS[name] = fn
         return fn
 
     return deco
+
+
+def _where(fn: Callable[..., object]) -> str:
+    """module.qualname of a registered function (the same definition imported again is not a second one)."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"

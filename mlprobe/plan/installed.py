@@ -12,6 +12,7 @@ from ..model.context import RulesContext
 from ..model.facts import FrameworkFacts
 from ..model.knowledge import Knowledge, Row
 from ..model.plan import InstalledFinding, Recommendation
+from ..model.vocabulary import vocabulary
 from ..recipes import find_recipe
 from .rules import Verdict, evaluate
 
@@ -115,7 +116,7 @@ def _torch_finding(
     ver = str(fw.version or "?")
     flavour = str(fw.flavour or "")
     darwin = ctx.os.system == "Darwin"
-    gpu_best = best if best and best.backend in ("cuda", "rocm", "xpu", "mps", "directml") else None
+    gpu_best = best if best and best.backend in vocabulary().gpu_backends() else None
     if not flavour:
         return _finding(
             "torch",

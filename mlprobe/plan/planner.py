@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..model.facts import Facts
+from ..model.jsontypes import JsonObject, JsonValue
 from ..model.plan import PLAN_VERSION, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model.recipe import Recipe
 from ..model.vocabulary import vocabulary
@@ -39,12 +40,12 @@ def score(recipe: Recipe, verdict: Verdict) -> int:
 
 
 def make_plan(
-    report: Mapping[str, Any],
+    report: Mapping[str, JsonValue],
     framework: str = "any",
     python: Optional[str] = None,
     index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
-) -> Dict[str, Any]:
+) -> JsonObject:
     """The plan document (`plan --json`) of a scan document (`scan --json`, a file): read into Facts at
     the door, planned, written through the Plan contract."""
     return build_plan(Facts.from_report(report), framework, python, index_urls, env).to_json()

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
+from ..model.jsontypes import JsonObject
+
 if TYPE_CHECKING:
     from .overlap import TimingGate
 
@@ -31,7 +33,9 @@ MAX_OTHER_OUTPUT = 64 * 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024 * 1024
 _OVERFLOW = "\0overflow"
 
-Event = Dict[str, Any]
+# One event line of the payload, decoded: JSON from another interpreter, so a reader narrows each value
+# (isinstance) before it uses it.
+Event = JsonObject
 EventSink = Callable[[Event], None]
 
 # Windows NTSTATUS codes a crashed native extension leaves as the exit code.
@@ -41,7 +45,9 @@ _NT_CRASH = {0xC0000005: "access violation", 0xC00000FD: "stack overflow", 0xC00
 
 @dataclass
 class ChildResult:
-    events: List[Event] = field(default_factory=list)
+    # The decoded event lines (each an Event). Typed loosely for verify/runner.py, which reads them without
+    # narrowing; the other readers (devicecheck, doctor's enumeration) pass each one on as an Event.
+    events: List[Dict[str, Any]] = field(default_factory=list)
     returncode: Optional[int] = None
     ended: str = "exit"  # exit | crash | hang | timeout | start-failed | overflow
     detail: str = ""  # signal name, or what failed to start

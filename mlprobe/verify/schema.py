@@ -3,8 +3,9 @@ The report embeds it; the contract test checks real results (fixtures/verify-*) 
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping
 
+from ..model.jsontypes import JsonValue
 from ..model.vocabulary import vocabulary
 from .verdict import ALL
 
@@ -69,8 +70,9 @@ VERIFY_SCHEMA: Dict[str, Any] = {
 }
 
 
-def validate(doc: Dict[str, Any]) -> List[str]:
-    """Schema problems of a verify result, as sentences (empty when it fits). Needs jsonschema."""
+def validate(doc: Mapping[str, JsonValue]) -> List[str]:
+    """Schema problems of a verify result document (`verify --json`, a file), as sentences (empty when it
+    fits). Needs jsonschema."""
     import jsonschema  # type: ignore[import-untyped]
 
     validator = jsonschema.Draft202012Validator(VERIFY_SCHEMA)

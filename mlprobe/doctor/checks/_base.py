@@ -5,17 +5,17 @@ the container engines' GPU flags)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, Mapping, Optional, Union
 
 from ...model.doctor import Evidence
-from ...model.knowledge import rows
+from ...model.knowledge import Row, rows
 from ..context import DoctorContext
 from ..parse import DevNode
 
 
 @dataclass
 class Hit:
-    params: Dict[str, Any]
+    params: Mapping[str, object]  # the placeholders of the rule's title and fix
     evidence: List[Evidence] = field(default_factory=list)
     severity: Optional[str] = None  # overrides the rule's own
     detail: Optional[str] = None
@@ -27,17 +27,27 @@ class Unknown:
 
 
 Result = Union[List[Hit], Unknown]
-Check = Callable[[DoctorContext, Dict[str, Any]], Result]
+Check = Callable[[DoctorContext, Row], Result]  # the context and the rule's row of knowledge/doctor.json
 CHECKS: Dict[str, Check] = {}
 
 PLAN_HINT = "mlprobe plan  # the builds that fit this machine, with their install commands"
 
 
 def check(name: str) -> Callable[[Check], Check]:
+    """Register a check under the name a rule's `test` gives; a second check under a name already taken
+    is refused (ValueError naming both), so one cannot silently replace another."""
     def deco(fn: Check) -> Check:
+        taken = CHECKS.get(name)
+        if taken is not None and _where(taken) != _where(fn):
+            raise ValueError(f"the doctor check {name!r} is registered twice: {_where(taken)} and {_where(fn)}")
         CHECKS[name] = fn
         return fn
     return deco
+
+
+def _where(fn: Callable[..., object]) -> str:
+    """module.qualname of a registered check (the same definition imported again is not a second one)."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def _ev(*items: Optional[Evidence]) -> List[Evidence]:
@@ -46,12 +56,12 @@ def _ev(*items: Optional[Evidence]) -> List[Evidence]:
 
 def _flavour(dc: DoctorContext, name: str = "torch") -> Optional[str]:
     fw = dc.frameworks.get(name)
-    return str(fw.get("flavour")) if fw and fw.get("flavour") else None
+    return fw.flavour if fw and fw.flavour else None
 
 
 def _version(dc: DoctorContext, name: str) -> str:
-    fw = dc.frameworks.get(name) or {}
-    return str(fw.get("version") or "?")
+    fw = dc.frameworks.get(name)
+    return (fw.version if fw is not None else None) or "?"
 
 
 def _linux_native(dc: DoctorContext) -> bool:

@@ -4,10 +4,10 @@ unsupported gfx, the iGPU enumerated first, /dev/kfd and /dev/dri nodes)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from ...model.doctor import Evidence
-from ...model.knowledge import rows
+from ...model.knowledge import Row, rows
 from ..context import DoctorContext
 from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _node_problem, _run_lines, _flavour, _linux_native, _version, check
 
@@ -26,12 +26,12 @@ _OVERRIDE_FIX = re.compile(r"HSA_OVERRIDE_GFX_VERSION(_\d+)?=")
 
 
 @check("rocm_gfx_override_needed")
-def rocm_gfx_override_needed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def rocm_gfx_override_needed(dc: DoctorContext, row: Row) -> Result:
     flavour = _flavour(dc) or ""
     finding = dc.installed("torch")
-    if not flavour.startswith("rocm") or not finding or finding.get("status") != "problem":
+    if not flavour.startswith("rocm") or not finding or finding.status != "problem":
         return []
-    fixes = [str(f) for f in finding.get("fix") or []]
+    fixes = list(finding.fix)
     fix = next((f for f in fixes if _OVERRIDE_FIX.search(f)), None)
     if not fix:
         return []
@@ -39,21 +39,21 @@ def rocm_gfx_override_needed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(dc.gpus("amd")), "gfx": gfx or "?",
                  "override": fix.split("=", 1)[1].strip(), "fix": " && ".join(fixes)},
                 _ev(_gfx_evidence(dc, gfx), dc.framework_evidence("torch"), dc.env_evidence("HSA_OVERRIDE_GFX_VERSION")),
-                detail="; ".join(finding.get("reasons") or []) or None)]
+                detail="; ".join(finding.reasons) or None)]
 
 
 @check("rocm_gfx_unsupported")
-def rocm_gfx_unsupported(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def rocm_gfx_unsupported(dc: DoctorContext, row: Row) -> Result:
     flavour = _flavour(dc) or ""
     finding = dc.installed("torch")
-    if not flavour.startswith("rocm") or not finding or finding.get("status") != "problem" or not dc.gpus("amd"):
+    if not flavour.startswith("rocm") or not finding or finding.status != "problem" or not dc.gpus("amd"):
         return []
-    if any(_OVERRIDE_FIX.search(str(f)) for f in finding.get("fix") or []):
+    if any(_OVERRIDE_FIX.search(f) for f in finding.fix):
         return []
     gfx = next((g.gfx for g in dc.rules_ctx.amd.targets if g.gfx), None)
-    reason = "; ".join(finding.get("reasons") or []) or str(finding.get("message"))
+    reason = "; ".join(finding.reasons) or finding.message
     best = dc.best("torch")
-    install = dc.install_line("torch") if best and best.get("recipe") != "torch-rocm" else None
+    install = dc.install_line("torch") if best and best.recipe != "torch-rocm" else None
     return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(dc.gpus("amd")), "reason": reason,
                  "install": install or PLAN_HINT}, _ev(_gfx_evidence(dc, gfx), dc.framework_evidence("torch")))]
 
@@ -64,7 +64,7 @@ def _override_gfx(value: str) -> Optional[str]:
 
 
 @check("hsa_override_mismatch")
-def hsa_override_mismatch(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def hsa_override_mismatch(dc: DoctorContext, row: Row) -> Result:
     value = dc.env("HSA_OVERRIDE_GFX_VERSION")
     if value is None:
         return []
@@ -72,13 +72,13 @@ def hsa_override_mismatch(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     out = []
     known = {str(r.get("gfx")): r for r in rows("rocm", "overrides")}
     for g in dc.gpus("amd"):
-        gfx = g.get("gfx_target")
-        if not gfx or g.get("integrated") and len(dc.gpus("amd")) > 1:
+        gfx = g.gfx_target
+        if not gfx or g.integrated and len(dc.gpus("amd")) > 1:
             continue
-        ev = _ev(dc.env_evidence("HSA_OVERRIDE_GFX_VERSION"), _gfx_evidence(dc, g.get("runtime_gfx_target") or gfx)
+        ev = _ev(dc.env_evidence("HSA_OVERRIDE_GFX_VERSION"), _gfx_evidence(dc, g.runtime_gfx_target or gfx)
                  or dc.gpu_evidence(g))
         if as_gfx is None:
-            out.append(Hit({"value": value, "gpu": g.get("name"), "gfx": gfx, "as_gfx": "no",
+            out.append(Hit({"value": value, "gpu": g.name, "gfx": gfx, "as_gfx": "no",
                             "advice": "it is not a version like 10.3.0, so ROCm ignores it or fails",
                             "fix": f"export HSA_OVERRIDE_GFX_VERSION={known[gfx]['override']}" if gfx in known
                             else "unset HSA_OVERRIDE_GFX_VERSION"}, ev))
@@ -86,12 +86,12 @@ def hsa_override_mismatch(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         if as_gfx == gfx:
             continue
         if gfx in known and known[gfx]["override"] != value.strip():
-            out.append(Hit({"value": value, "gpu": g.get("name"), "gfx": gfx, "as_gfx": as_gfx,
+            out.append(Hit({"value": value, "gpu": g.name, "gfx": gfx, "as_gfx": as_gfx,
                             "advice": f"the override known to work for {gfx} is {known[gfx]['override']} "
                                       f"(runs as {known[gfx]['runs_as']})",
                             "fix": f"export HSA_OVERRIDE_GFX_VERSION={known[gfx]['override']}"}, ev))
         elif gfx not in known:
-            out.append(Hit({"value": value, "gpu": g.get("name"), "gfx": gfx, "as_gfx": as_gfx,
+            out.append(Hit({"value": value, "gpu": g.name, "gfx": gfx, "as_gfx": as_gfx,
                             "advice": f"mlprobe knows no override for {gfx}; another target's kernels can crash "
                                       "or compute wrong results",
                             "fix": "unset HSA_OVERRIDE_GFX_VERSION  # unless you know this target needs it"},
@@ -113,7 +113,7 @@ def _rocminfo_gpus(text: str) -> List[Dict[str, str]]:
 
 
 @check("amd_igpu_first")
-def amd_igpu_first(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def amd_igpu_first(dc: DoctorContext, row: Row) -> Result:
     text = dc.text("rocminfo.txt")
     amd = dc.gpus("amd")
     if text is None or len(amd) < 2:
@@ -121,7 +121,7 @@ def amd_igpu_first(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     if any(dc.env(v) is not None for v in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")):
         return []
     agents = _rocminfo_gpus(text)
-    integrated = {str(g.get("gfx_target")): bool(g.get("integrated")) for g in amd if g.get("gfx_target")}
+    integrated = {g.gfx_target: bool(g.integrated) for g in amd if g.gfx_target}
     if not agents or not integrated.get(agents[0].get("Name", "")):
         return []
     dgpu = next(((i, a) for i, a in enumerate(agents) if integrated.get(a.get("Name", "")) is False), None)
@@ -137,7 +137,7 @@ def amd_igpu_first(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("amd_device_nodes")
-def amd_device_nodes(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def amd_device_nodes(dc: DoctorContext, row: Row) -> Result:
     amd = dc.gpus("amd")
     kfd_line = dc.line("rocminfo.txt", r"Unable to open /dev/kfd")
     if not (amd or kfd_line) or not _linux_native(dc):

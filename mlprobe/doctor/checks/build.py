@@ -4,10 +4,11 @@ plugin, a TensorFlow without GPU support, two builds of one framework swapped)."
 from __future__ import annotations
 
 import re
-from typing import Any, Dict
 
 from ...model import shell
 from ...model.doctor import Evidence
+from ...model.vocabulary import vocabulary
+from ...model.knowledge import Row
 from ..context import DoctorContext
 from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _flavour, _seen_reason, _version, check
 
@@ -15,7 +16,7 @@ from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _flavour, _seen_reason,
 
 
 @check("torch_cpu_build")
-def torch_cpu_build(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def torch_cpu_build(dc: DoctorContext, row: Row) -> Result:
     flavour = _flavour(dc)
     if "torch" not in dc.frameworks:
         return []
@@ -25,18 +26,18 @@ def torch_cpu_build(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         return []
     finding = dc.installed("torch")
     best = dc.best("torch")
-    if not finding or finding.get("status") != "problem" or not best:
+    if not finding or finding.status != "problem" or not best:
         return []
-    vendor = {"cuda": "nvidia", "rocm": "amd", "xpu": "intel"}.get(str(best.get("backend")), "")
+    vendor = vocabulary().backend_vendor(best.backend) or ""  # the registry's: cuda runs on nvidia, ...
     gpus = dc.gpus(vendor)
-    return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(gpus), "recipe": best["recipe"],
+    return [Hit({"version": _version(dc, "torch"), "gpu": dc.gpu_words(gpus), "recipe": best.recipe,
                  "install": dc.install_line("torch")},
                 _ev(dc.framework_evidence("torch"), *(dc.gpu_evidence(g) for g in gpus[:1]),
                     _seen_reason(dc, "torch")))]
 
 
 @check("torch_wrong_vendor")
-def torch_wrong_vendor(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def torch_wrong_vendor(dc: DoctorContext, row: Row) -> Result:
     flavour = _flavour(dc)
     if flavour is None or dc.system == "Darwin":
         return []
@@ -57,7 +58,7 @@ JAX_PLUGINS = {"nvidia": ("jax-cuda12-plugin", "jax-cuda13-plugin"), "amd": ("ja
 
 
 @check("jax_no_gpu_plugin")
-def jax_no_gpu_plugin(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def jax_no_gpu_plugin(dc: DoctorContext, row: Row) -> Result:
     if "jax" not in dc.frameworks or dc.system != "Linux":
         return []
     seen = dc.seen("jax")
@@ -76,7 +77,7 @@ def jax_no_gpu_plugin(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("tensorflow_no_gpu")
-def tensorflow_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def tensorflow_no_gpu(dc: DoctorContext, row: Row) -> Result:
     nv = dc.gpus("nvidia")
     if not nv or dc.system != "Linux":
         return []
@@ -86,7 +87,7 @@ def tensorflow_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
             continue
         seen = dc.seen("tensorflow")
         no_cuda = name == "tensorflow-cpu" or (seen is not None and seen.info.get("built_with_cuda") is False)
-        if no_cuda and best and best.get("backend") == "cuda":
+        if no_cuda and best and best.backend == "cuda":
             ev = None
             if seen is not None and seen.info.get("built_with_cuda") is False:
                 ev = Evidence(capture=dc.enumeration.source if dc.enumeration else "framework-devices.json",
@@ -99,21 +100,21 @@ def tensorflow_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("build_swapped")
-def build_swapped(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def build_swapped(dc: DoctorContext, row: Row) -> Result:
     flavour = _flavour(dc)
     best = dc.best("torch")
     finding = dc.installed("torch")
-    if not flavour or not best or not best.get("index") or not re.match(r"^(cu|rocm)", flavour):
+    if not flavour or not best or not best.index or not re.match(r"^(cu|rocm)", flavour):
         return []
-    if not finding or finding.get("status") != "ok" or flavour == best["index"]:
+    if not finding or finding.status != "ok" or flavour == best.index:
         return []
     mm = ".".join(_version(dc, "torch").split("+")[0].split(".")[:2])
-    if mm != ".".join(str(best.get("version") or "").split(".")[:2]):
+    if mm != ".".join((best.version or "").split(".")[:2]):
         return []  # another release: its index choices differ, which is no sign of a swap
-    if flavour[:2] != str(best["index"])[:2]:
+    if flavour[:2] != best.index[:2]:
         return []  # another vendor's build: torch-wrong-vendor says so
-    return [Hit({"version": _version(dc, "torch"), "build": flavour, "wanted": best["index"],
-                 "index_url": shell.posix([str(best.get("index_url") or best["index"])])},
+    return [Hit({"version": _version(dc, "torch"), "build": flavour, "wanted": best.index,
+                 "index_url": shell.posix([best.index_url or best.index])},
                 _ev(dc.framework_evidence("torch")),
-                detail=f"the plan recommends {best['recipe']} from the {best['index']} index; "
+                detail=f"the plan recommends {best.recipe} from the {best.index} index; "
                        f"the installed build ({flavour}) fits this machine too, so this is a warning only")]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from ...model.doctor import Evidence
-from ...model.knowledge import rows, version
+from ...model.facts import GpuFacts
+from ...model.knowledge import Row, rows, version
 from ..context import DoctorContext
 from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _run_lines, _version, check
 from .amd import _gfx_evidence
@@ -17,7 +18,7 @@ from .amd import _gfx_evidence
 
 
 @check("container_detected")
-def container_detected(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def container_detected(dc: DoctorContext, row: Row) -> Result:
     if not dc.containers:
         known = [n for n in ("dockerenv.txt", "proc-1-cgroup.txt") if dc.has(n)]
         if not known and dc.host.kind == "replay":
@@ -27,13 +28,13 @@ def container_detected(dc: DoctorContext, row: Dict[str, Any]) -> Result:
     return [Hit({"what": dc.container_what()}, [ev for _, ev in dc.containers])]
 
 
-def _pci_gpus(dc: DoctorContext, vendor: str) -> List[Dict[str, Any]]:
+def _pci_gpus(dc: DoctorContext, vendor: str) -> List[GpuFacts]:
     return [g for g in dc.gpus(vendor) if any(s in ("lspci", "pci", "drm", "sysfs") or "pci" in s or "drm" in s
-                                               for s in g.get("sources") or [])]
+                                               for s in g.sources)]
 
 
 @check("container_gpu_not_passed")
-def container_gpu_not_passed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def container_gpu_not_passed(dc: DoctorContext, row: Row) -> Result:
     if not dc.containers or dc.wsl[0]:
         return []
     if dc.dev_nodes is None:
@@ -54,7 +55,7 @@ def container_gpu_not_passed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("container_nvidia_libraries")
-def container_nvidia_libraries(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def container_nvidia_libraries(dc: DoctorContext, row: Row) -> Result:
     if not dc.containers or dc.wsl[0] or not dc.nodes(r"/dev/nvidia\d+"):
         return []
     if dc.ldconfig is None:
@@ -73,13 +74,13 @@ def container_nvidia_libraries(dc: DoctorContext, row: Dict[str, Any]) -> Result
 
 
 @check("wsl_detected")
-def wsl_detected(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def wsl_detected(dc: DoctorContext, row: Row) -> Result:
     kind, ev = dc.wsl
     return [Hit({"what": kind}, ev)] if kind else []
 
 
 @check("wsl_no_gpu_bridge")
-def wsl_no_gpu_bridge(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def wsl_no_gpu_bridge(dc: DoctorContext, row: Row) -> Result:
     kind, ev = dc.wsl
     if kind is None:
         return []
@@ -109,7 +110,7 @@ def wsl_no_gpu_bridge(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("wsl_linux_nvidia_driver")
-def wsl_linux_nvidia_driver(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def wsl_linux_nvidia_driver(dc: DoctorContext, row: Row) -> Result:
     kind, _ = dc.wsl
     if kind is None:
         return []
@@ -134,7 +135,7 @@ def wsl_linux_nvidia_driver(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("wsl_amd_rocm")
-def wsl_amd_rocm(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def wsl_amd_rocm(dc: DoctorContext, row: Row) -> Result:
     from ...model.knowledge import Row
     from ...plan.conditions import evaluate
     from ...recipes import knowledge
@@ -144,11 +145,11 @@ def wsl_amd_rocm(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         return []
     ctx = dc.rules_ctx.but(os=replace(dc.rules_ctx.os, wsl=True))
     out = evaluate(Row({"test": "rocm_wsl_ok"}), ctx, knowledge())
-    gpu_ev = _gfx_evidence(dc, next((g.get("gfx_target") for g in dc.gpus("amd") if g.get("gfx_target")), None))
+    gpu_ev = _gfx_evidence(dc, next((g.gfx_target for g in dc.gpus("amd") if g.gfx_target), None))
     wsl_line = "amdgpu-install -y --usecase=wsl,rocm --no-dkms  # inside WSL, with AMD's Adrenalin driver on Windows"
     if out.value is False:
         best = dc.best("torch")
-        install = dc.install_line("torch") if best and best.get("recipe") != "torch-rocm" else None
+        install = dc.install_line("torch") if best and best.recipe != "torch-rocm" else None
         return [Hit({"problem": "; ".join(out.reasons), "fix": install or PLAN_HINT}, _ev(gpu_ev, *ev[:1]))]
     return [Hit({"problem": f"{dc.gpu_words(dc.gpus('amd'))} under WSL2 needs AMD's WSL runtime of ROCm",
                  "fix": wsl_line}, _ev(gpu_ev, *ev[:1]), severity="info",
@@ -160,12 +161,12 @@ def wsl_amd_rocm(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("mps_macos_floor")
-def mps_macos_floor(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def mps_macos_floor(dc: DoctorContext, row: Row) -> Result:
     from ...plan.conditions import spec_contains
 
     if dc.system != "Darwin" or "torch" not in dc.frameworks:
         return []
-    macos = (dc.report.get("os") or {}).get("macos_version")
+    macos = dc.facts.os.macos_version
     tv = version(_version(dc, "torch").split("+")[0])
     if not macos or tv is None:
         return Unknown("the macOS or torch version is not in the capture")
@@ -199,14 +200,14 @@ def _real_macos(dc: DoctorContext) -> Optional[Evidence]:
 
 
 @check("rosetta_python")
-def rosetta_python(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def rosetta_python(dc: DoctorContext, row: Row) -> Result:
     if dc.system != "Darwin":
         return []
     machine, _, machine_ev = _python_platform(dc)
     translated = dc.line("sysctl.txt", r"sysctl\.proc_translated:\s*1")
     apple = dc.line("sysctl.txt", r"machdep\.cpu\.brand_string:\s*Apple") or dc.line("collect_env.txt", r"^Apple M\d")
-    cpu = (dc.report.get("cpu") or {}).get("model") or "Apple silicon"
-    if machine == "x86_64" and (translated or apple or str(cpu).startswith("Apple")):
+    cpu = dc.facts.cpu.model or "Apple silicon"
+    if machine == "x86_64" and (translated or apple or cpu.startswith("Apple")):
         return [Hit({"cpu": cpu}, _ev(machine_ev, translated or apple))]
     return []
 
@@ -218,7 +219,7 @@ def P_json(dc: DoctorContext, key: str) -> Optional[str]:
 
 
 @check("macos_version_compat")
-def macos_version_compat(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def macos_version_compat(dc: DoctorContext, row: Row) -> Result:
     if dc.system != "Darwin":
         return []
     _, reported, rep_ev = _python_platform(dc)

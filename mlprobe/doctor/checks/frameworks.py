@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from ...model import shell
 from ...model.doctor import Evidence
+from ...model.knowledge import Row
 from ..context import DoctorContext
 from ._base import Hit, Result, Unknown, check
 
@@ -32,7 +33,7 @@ def _expected_gpu(dc: DoctorContext, fw: Any) -> Optional[str]:
 
 
 @check("framework_sees_no_gpu")
-def framework_sees_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def framework_sees_no_gpu(dc: DoctorContext, row: Row) -> Result:
     if dc.enumeration is None:
         return Unknown(dc.enumeration_note or "no framework-devices.json in the capture")
     out = []
@@ -50,7 +51,7 @@ def framework_sees_no_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("framework_enumeration_failed")
-def framework_enumeration_failed(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def framework_enumeration_failed(dc: DoctorContext, row: Row) -> Result:
     if dc.enumeration is None:
         return []
     py = f" --python {shell.posix([dc.python])}" if dc.python else ""
@@ -65,7 +66,7 @@ def framework_enumeration_failed(dc: DoctorContext, row: Dict[str, Any]) -> Resu
 
 
 @check("framework_sees_gpu")
-def framework_sees_gpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def framework_sees_gpu(dc: DoctorContext, row: Row) -> Result:
     if dc.enumeration is None:
         return []
     out = []

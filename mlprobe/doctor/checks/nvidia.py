@@ -4,11 +4,12 @@ from the build, a driver branch that dropped the card, /dev/nvidia* nodes)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from ...model import shell
 from ...model.doctor import Evidence
-from ...model.knowledge import nvidia_name_row, rows, version
+from ...model.facts import GpuFacts
+from ...model.knowledge import Row, nvidia_name_row, rows, version
 from ..context import DoctorContext
 from ._base import Hit, PLAN_HINT, Result, Unknown, _ev, _node_problem, _flavour, _linux_native, _version, check
 
@@ -21,19 +22,19 @@ def _driver_evidence(dc: DoctorContext) -> Optional[Evidence]:
 
 
 def _torch_cuda(dc: DoctorContext) -> Optional[str]:
-    fw = dc.frameworks.get("torch") or {}
+    fw = dc.frameworks.get("torch")
     seen = dc.seen("torch")
     if seen is not None and isinstance(seen.info.get("cuda"), str):
         return str(seen.info["cuda"])
-    if fw.get("cuda"):
-        return str(fw["cuda"])
-    flavour = str(fw.get("flavour") or "")
+    if fw is not None and fw.cuda:
+        return fw.cuda
+    flavour = (fw.flavour if fw is not None else None) or ""
     m = re.fullmatch(r"cu(\d+)(\d)", flavour)
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
 @check("cuda_driver_too_old")
-def cuda_driver_too_old(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def cuda_driver_too_old(dc: DoctorContext, row: Row) -> Result:
     from ...model.knowledge import Row
     from ...plan.conditions import evaluate
     from ...recipes import knowledge
@@ -97,7 +98,7 @@ def _arch_list(dc: DoctorContext) -> "tuple[Optional[List[str]], Optional[Eviden
 
 
 @check("cuda_arch_missing")
-def cuda_arch_missing(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def cuda_arch_missing(dc: DoctorContext, row: Row) -> Result:
     from ...plan.predicates import arch_coverage
 
     flavour = _flavour(dc)
@@ -118,7 +119,7 @@ def cuda_arch_missing(dc: DoctorContext, row: Dict[str, Any]) -> Result:
         shown = ", ".join("sm_" + a.replace(".", "").replace("+PTX", "") + ("+PTX" if "+PTX" in a else "")
                           for a in archs)
         ev = dc.line("nvidia-smi-query.csv", re.escape(str(g.name or "")) + r".*" + re.escape(cc)) \
-            or dc.gpu_evidence({"name": g.name})
+            or dc.gpu_evidence(GpuFacts(vendor="nvidia", name=g.name))
         out.append(Hit({"version": _version(dc, "torch"), "gpu": g.name or "the NVIDIA GPU",
                         "sm": "sm_" + cc.replace(".", ""), "archs": shown, "install": dc.install_line("torch")
                         or PLAN_HINT}, _ev(ev, archs_ev, dc.framework_evidence("torch"))))
@@ -136,7 +137,7 @@ def _driver_major(dc: DoctorContext) -> "tuple[Optional[str], Optional[int]]":
 
 
 @check("driver_branch_drops_card")
-def driver_branch_drops_card(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def driver_branch_drops_card(dc: DoctorContext, row: Row) -> Result:
     nv = dc.gpus("nvidia")
     if not nv or dc.system not in ("Linux", "Windows"):
         return []
@@ -150,18 +151,18 @@ def driver_branch_drops_card(dc: DoctorContext, row: Dict[str, Any]) -> Result:
             continue
         below = version(branch["below_cc"])
         for g in nv:
-            cc = g.get("compute_capability") or (nvidia_name_row(names, g.get("name")) or {}).get("compute_capability")
+            cc = g.compute_capability or (nvidia_name_row(names, g.name) or {}).get("compute_capability")
             if not cc or version(cc) is None or below is None or version(cc) >= below:  # type: ignore[operator]
                 continue
             arch = (branch.get("architectures") or {}).get(str(cc).split(".")[0], "an older architecture")
-            out.append(Hit({"driver": driver, "branch": f"R{major}", "gpu": g.get("name") or "the NVIDIA GPU",
+            out.append(Hit({"driver": driver, "branch": f"R{major}", "gpu": g.name or "the NVIDIA GPU",
                             "architecture": arch, "cc": cc, "legacy": branch["legacy_branch"]},
                            _ev(_driver_evidence(dc), dc.gpu_evidence(g))))
     return out
 
 
 @check("nvidia_device_nodes")
-def nvidia_device_nodes(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def nvidia_device_nodes(dc: DoctorContext, row: Row) -> Result:
     nv = dc.gpus("nvidia")
     if not nv or not _linux_native(dc):
         return []

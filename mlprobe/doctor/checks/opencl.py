@@ -3,42 +3,50 @@ ignores OCL_ICD_FILENAMES, no ICD, an ICD whose library is missing)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import List
 
 from ...model import shell
 from ...model.doctor import Evidence
+from ...model.knowledge import Row, rows
 from ..context import DoctorContext
 from ._base import Hit, Result, Unknown, check
 
 # -- OpenCL
 
 
+def _loader_openers() -> List[str]:
+    """The distributions of the frameworks that open the system's OpenCL loader themselves
+    (knowledge/opencl_loaders.json: PlaidML, and PlaidML-Keras on top of it)."""
+    return [str(d) for r in rows("opencl_loaders", "frameworks") if r.get("opens")
+            for d in (r.get("distributions") or [r.get("framework")]) if d]
+
+
 def _opencl_users(dc: DoctorContext) -> List[str]:
     """The installed programs that open the system's OpenCL loader. pyopencl's wheels bundle a loader
     of their own, so pyopencl counts only when the scan's own pyopencl enumeration found nothing."""
-    users: List[str] = [n for n in ("plaidml", "plaidml-keras") if n in dc.frameworks]
-    opencl = (dc.report.get("runtimes") or {}).get("opencl") or {}
-    if "pyopencl" in dc.frameworks and not opencl.get("platforms"):
+    users: List[str] = [n for n in _loader_openers() if n in dc.frameworks]
+    opencl = dc.facts.runtimes.opencl
+    if "pyopencl" in dc.frameworks and not (opencl is not None and opencl.platforms):
         users.append("pyopencl")
     return users
 
 
 @check("opencl_no_loader")
-def opencl_no_loader(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def opencl_no_loader(dc: DoctorContext, row: Row) -> Result:
     ocl = dc.opencl
     if ocl is None:
         return Unknown("no opencl-icd.json in the capture") if dc.system == "Linux" else []
     if not ocl.loader or any(a.path for a in ocl.loader):
         return []
     users = _opencl_users(dc)
-    if not users and not (dc.report.get("gpus") or []):
+    if not users and not dc.facts.gpus:
         return []
     return [Hit({"who": ", ".join(users) or "OpenCL programs (clinfo, PlaidML)"},
                 [Evidence(capture=dc.opencl_capture, line=f"{a.name}: {a.error or 'not found'}") for a in ocl.loader])]
 
 
 @check("opencl_loaders_differ")
-def opencl_loaders_differ(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def opencl_loaders_differ(dc: DoctorContext, row: Row) -> Result:
     ocl = dc.opencl
     if ocl is None:
         return []
@@ -55,7 +63,7 @@ def opencl_loaders_differ(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("opencl_loader_ignores_filenames")
-def opencl_loader_ignores_filenames(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def opencl_loader_ignores_filenames(dc: DoctorContext, row: Row) -> Result:
     ocl = dc.opencl
     if ocl is None or not ocl.filenames_env:
         return []
@@ -77,7 +85,7 @@ def opencl_loader_ignores_filenames(dc: DoctorContext, row: Dict[str, Any]) -> R
 
 
 @check("opencl_no_icd")
-def opencl_no_icd(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def opencl_no_icd(dc: DoctorContext, row: Row) -> Result:
     ocl = dc.opencl
     if ocl is None or not any(a.path for a in ocl.loader) or ocl.icds:
         return []
@@ -94,7 +102,7 @@ def opencl_no_icd(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("opencl_icd_broken")
-def opencl_icd_broken(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def opencl_icd_broken(dc: DoctorContext, row: Row) -> Result:
     ocl = dc.opencl
     if ocl is None:
         return []

@@ -4,10 +4,12 @@ a system CUDA first on LD_LIBRARY_PATH)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List
+from dataclasses import dataclass
+from typing import List
 
 from ...model import shell
-from ...model.knowledge import rows
+from ...model.facts import GpuFacts
+from ...model.knowledge import Row, rows
 from ..context import DoctorContext
 from ._base import Hit, Result, _ev, _flavour, _version, check
 
@@ -30,7 +32,23 @@ def _visible(value: str, count: int, uuids: List[str]) -> int:
     return seen
 
 
-def _visibility(dc: DoctorContext) -> List[Dict[str, Any]]:
+@dataclass(frozen=True)
+class _Shown:
+    """A visibility variable that is set, the vendor's GPUs it applies to, and how many it leaves."""
+
+    name: str  # the variable
+    who: str  # what reads it (the row's words)
+    value: str
+    vendor: str
+    gpus: List[GpuFacts]
+    visible: int
+
+    @property
+    def count(self) -> int:
+        return len(self.gpus)
+
+
+def _visibility(dc: DoctorContext) -> List[_Shown]:
     out = []
     for r in rows("doctor", "visibility_variables"):
         value = dc.env(str(r["name"]))
@@ -46,35 +64,35 @@ def _visibility(dc: DoctorContext) -> List[Dict[str, Any]]:
             if r.get("container_only"):
                 visible = 0 if value.strip().lower() in ("", "void", "none") else count
             else:
-                uuids = [str(g.get("uuid")) for g in gpus if g.get("uuid") and "<" not in str(g.get("uuid"))]
+                uuids = [g.uuid for g in gpus if g.uuid and "<" not in g.uuid]
                 visible = _visible(value, count, uuids) if value.strip() else 0
-            out.append({"row": r, "value": value, "vendor": vendor, "gpus": gpus, "count": count, "visible": visible})
+            out.append(_Shown(name=str(r["name"]), who=str(r.get("who")), value=value, vendor=str(vendor), gpus=gpus,
+                              visible=visible))
             break
     return out
 
 
 @check("visible_devices_hide_all")
-def visible_devices_hide_all(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def visible_devices_hide_all(dc: DoctorContext, row: Row) -> Result:
     hits = []
     for v in _visibility(dc):
-        if v["visible"] == 0:
-            r = v["row"]
-            hits.append(Hit({"variable": r["name"], "shown": repr(v["value"]) if not v["value"].strip() else v["value"],
-                             "vendor": {"nvidia": "NVIDIA", "amd": "AMD"}[v["vendor"]], "who": r["who"],
-                             "all": ",".join(str(i) for i in range(v["count"]))},
-                            _ev(dc.env_evidence(r["name"]), dc.gpu_evidence(v["gpus"][0]))))
+        if v.visible == 0:
+            hits.append(Hit({"variable": v.name, "shown": repr(v.value) if not v.value.strip() else v.value,
+                             "vendor": {"nvidia": "NVIDIA", "amd": "AMD"}[v.vendor], "who": v.who,
+                             "all": ",".join(str(i) for i in range(v.count))},
+                            _ev(dc.env_evidence(v.name), dc.gpu_evidence(v.gpus[0]))))
     return hits
 
 
 @check("visible_devices_subset")
-def visible_devices_subset(dc: DoctorContext, row: Dict[str, Any]) -> Result:
-    return [Hit({"variable": v["row"]["name"], "shown": v["value"], "visible": v["visible"], "count": v["count"],
-                 "vendor": {"nvidia": "NVIDIA", "amd": "AMD"}[v["vendor"]]}, _ev(dc.env_evidence(v["row"]["name"])))
-            for v in _visibility(dc) if 0 < v["visible"] < v["count"]]
+def visible_devices_subset(dc: DoctorContext, row: Row) -> Result:
+    return [Hit({"variable": v.name, "shown": v.value, "visible": v.visible, "count": v.count,
+                 "vendor": {"nvidia": "NVIDIA", "amd": "AMD"}[v.vendor]}, _ev(dc.env_evidence(v.name)))
+            for v in _visibility(dc) if 0 < v.visible < v.count]
 
 
 @check("jax_platforms_cpu")
-def jax_platforms_cpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def jax_platforms_cpu(dc: DoctorContext, row: Row) -> Result:
     value = dc.env("JAX_PLATFORMS")
     if value is None or "jax" not in dc.frameworks or not (dc.gpus("nvidia") or dc.gpus("amd")):
         return []
@@ -85,7 +103,7 @@ def jax_platforms_cpu(dc: DoctorContext, row: Dict[str, Any]) -> Result:
 
 
 @check("ld_library_path_system_cuda")
-def ld_library_path_system_cuda(dc: DoctorContext, row: Dict[str, Any]) -> Result:
+def ld_library_path_system_cuda(dc: DoctorContext, row: Row) -> Result:
     value = dc.env("LD_LIBRARY_PATH")
     flavour = _flavour(dc) or ""
     if not value or dc.system != "Linux" or not flavour.startswith("cu"):
