@@ -66,11 +66,10 @@ def verify_section(host: Host, python: Optional[str] = None) -> "VerifySection":
 
     if host.kind == "replay":
         return VerifySection(missing=Unavailable("verify runs on this machine, so it is skipped for a replayed bundle"))
-    from .model.verify import VerifyResult
-    from .verify.runner import run_verify
+    from .verify.runner import verify
 
     try:
-        return VerifySection(result=VerifyResult.from_json(run_verify(python=python) if python else run_verify()))
+        return VerifySection(result=verify(python=python) if python else verify())
     except Exception as exc:  # a StageError or anything else: the report still carries the rest
         return VerifySection(missing=Unavailable(f"verify failed: {error_text(exc)}"))
 

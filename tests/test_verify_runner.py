@@ -56,8 +56,8 @@ def test_discover_sees_a_framework_without_importing_it(fake_path) -> None:
     # The fake torch would kill any process importing it: discovery must survive (find_spec only).
     fake_path("torch", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
     disc = discover(sys.executable)
-    assert disc["frameworks"]["torch"]["importable"] is True
-    assert disc["python"] == sys.version.split()[0]
+    assert disc.frameworks["torch"].importable is True
+    assert disc.python == sys.version.split()[0]
 
 
 def test_import_segfault_is_unavailable_with_the_signal(fake_path) -> None:

@@ -38,7 +38,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def run(args: argparse.Namespace) -> int:
     from ..render.verify_terminal import Progress, render_verify
-    from ..verify.runner import resolve_python, run_verify
+    from ..verify.runner import resolve_python, verify
 
     import os
 
@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
         baselines = [sys.executable] if args.python else []
     progress = Progress()
     try:
-        doc = run_verify(python=target, framework=args.framework, device=args.device, timeout=args.timeout,
-                         quick=args.quick, baseline_pythons=baselines, cpu_peers=not args.no_cpu_peers,
-                         on_event=progress.event, env=env)
+        result = verify(python=target, framework=args.framework, device=args.device, timeout=args.timeout,
+                        quick=args.quick, baseline_pythons=baselines, cpu_peers=not args.no_cpu_peers,
+                        on_event=progress.event, env=env)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         # The payload answers from another interpreter; an answer of shapes it never sends (a
         # sitecustomize printing on stdout, an interpreter that is not Python) is not a traceback.
@@ -68,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
             ref="E604", exit_code=EXIT_UNAVAILABLE) from None
     finally:
         progress.stop()
+    doc = result.to_json()
     if args.json:
         print_json(doc)
     else:
         render_verify(doc)
-    return int(doc["exit_code"])
+    return result.exit_code

@@ -483,7 +483,8 @@ def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Pr
     except KeyboardInterrupt:
         progress.done("verify interrupted", ok=False)
         return None, "verify interrupted (the install itself is complete)"
-    for line in doc.get("summary") or []:
+    summary = doc.get("summary")
+    for line in summary if isinstance(summary, list) else []:
         transcript.note(f"verify: {line}")
     progress.done("verify finished", ok=doc.get("exit_code") == 0)
     return doc, None

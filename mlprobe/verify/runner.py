@@ -9,15 +9,19 @@ import shutil
 import sys
 import threading
 import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .. import __version__
 from ..errors import StageError, exit_status
+from ..model.contract import to_json
+from ..model.jsontypes import JsonObject, JsonValue
+from ..model.verify import CpuFigure, DeviceResult, FrameworkRun, SlowGpu, VerifyPython, VerifyRequest, VerifyResult
 from ..model.vocabulary import vocabulary
 from . import verdict as V
-from .child import ChildResult, EventSink, child_env, run_child
-from .devicecheck import VISIBILITY, Listing, diagnose, matches, probe_loaders
+from .child import ChildResult, Event, EventSink, child_env, run_child
+from .devicecheck import VISIBILITY, Device, Listing, diagnose, matches, probe_loaders
 from .overlap import TimingGate, run_lanes
 from .payload._harness import DEFAULTS as PAYLOAD_DEFAULTS
 
@@ -28,7 +32,7 @@ DEFAULT_TIMEOUT = 600.0
 DEFAULT_STALL = 180.0
 # What the payload measures against (its DEFAULTS, the one source: every child gets them in its
 # config), stated in every result.
-TOLERANCES: Dict[str, Any] = {
+TOLERANCES: JsonObject = {
     "loss_rtol": PAYLOAD_DEFAULTS["loss_rtol"], "grad_rtol": PAYLOAD_DEFAULTS["grad_rtol"],
     "learn_target": PAYLOAD_DEFAULTS["learn_target"], "accelerated_at": V.ACCELERATED_AT,
     "speed_batch": PAYLOAD_DEFAULTS["speed_batch"]}
@@ -64,8 +68,56 @@ def resolve_python(python: Optional[str]) -> str:
     return found
 
 
+def _s(value: JsonValue) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _obj(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _objects(value: JsonValue) -> List[JsonObject]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class Found:
+    """One framework as discover found it in the target: importable, its version, PlaidML's shim."""
+
+    importable: bool = False
+    version: Optional[str] = None
+    shim: bool = False
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The target interpreter, as the payload's discover mode describes it (read once from its event)."""
+
+    python: Optional[str] = None
+    prefix: Optional[str] = None
+    platform: Optional[str] = None
+    machine: Optional[str] = None
+    cpu_count: Optional[int] = None
+    frameworks: Mapping[str, Found] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, ev: Event) -> "Discovery":
+        """The answer of another interpreter: only the shapes the payload sends are kept."""
+        found = {str(k): Found(importable=bool(v.get("importable")), version=_s(v.get("version")),
+                               shim=bool(v.get("shim")))
+                 for k, v in _obj(ev.get("frameworks")).items() if isinstance(v, dict)}
+        cpus = ev.get("cpu_count")
+        return cls(python=_s(ev.get("python")), prefix=_s(ev.get("prefix")), platform=_s(ev.get("platform")),
+                   machine=_s(ev.get("machine")),
+                   cpu_count=cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else None,
+                   frameworks=found)
+
+    def importable(self, framework: str) -> bool:
+        return self.frameworks.get(framework, Found()).importable
+
+
 def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]] = None,
-             gate: Optional[TimingGate] = None) -> Dict[str, Any]:
+             gate: Optional[TimingGate] = None) -> Discovery:
     """Which frameworks the target can import (importlib.util.find_spec in a tiny child)."""
     import json
 
@@ -73,11 +125,7 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
     res = run_child(python, ["discover", ask], env=child_env(env), timeout=timeout, stall=timeout, gate=gate)
     for ev in res.events:
         if ev.get("event") == "discover":
-            # The answer of another interpreter: only the shapes the payload sends are kept.
-            fws = ev.get("frameworks")
-            ev["frameworks"] = {str(k): v for k, v in fws.items() if isinstance(v, dict)} \
-                if isinstance(fws, dict) else {}
-            return ev
+            return Discovery.of(ev)
     raise StageError(
         f"could not run the verify probe in {python}",
         why=f"the interpreter {res.how()}" + (f": {res.last_error_line()}" if res.last_error_line() else ""),
@@ -85,15 +133,15 @@ def discover(python: str, timeout: float = 60.0, env: Optional[Mapping[str, str]
         ref="E602", kind="unavailable")
 
 
-def wanted(dev: Dict[str, Any], request: Optional[str]) -> bool:
+def wanted(dev: Device, request: Optional[str]) -> bool:
     """As the payload's `wanted` reads a request: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
     return matches(dev, request)
 
 
-def select_frameworks(framework: str, found: Dict[str, Any]) -> Tuple[List[str], List[Dict[str, Any]]]:
+def select_frameworks(framework: str, found: Discovery) -> Tuple[List[str], List[FrameworkRun]]:
     """(frameworks to run, framework records for those asked for but not importable)."""
-    have = {f for f in FRAMEWORKS if (found.get(f) or {}).get("importable")}
-    missing: List[Dict[str, Any]] = []
+    have = {f for f in FRAMEWORKS if found.importable(f)}
+    missing: List[FrameworkRun] = []
     if framework == "any":
         return [f for f in FRAMEWORKS if f in have], missing
     if framework == "keras":
@@ -101,17 +149,17 @@ def select_frameworks(framework: str, found: Dict[str, Any]) -> Tuple[List[str],
         for f in ("plaidml", "tensorflow"):
             if f in have:
                 return [f], missing
-        missing.append({"name": "keras", "status": "not installed",
-                        "reason": "neither plaidml-keras nor tensorflow is importable in this interpreter"})
+        missing.append(FrameworkRun(name="keras", status="not installed",
+                                    reason="neither plaidml-keras nor tensorflow is importable in this interpreter"))
         return [], missing
     if framework in have:
         return [framework], missing
-    missing.append({"name": framework, "status": "not installed",
-                    "reason": f"{framework} is not importable in this interpreter"})
+    missing.append(FrameworkRun(name=framework, status="not installed",
+                                reason=f"{framework} is not importable in this interpreter"))
     return [], missing
 
 
-def _failure(child: ChildResult, framework: str, device: str, stage: Optional[str]) -> Dict[str, Any]:
+def _failure(child: ChildResult, framework: str, device: str, stage: Optional[str]) -> JsonObject:
     where = f" during the {V.STAGE_WORDS.get(stage or '', stage)}" if stage else ""
     msg = f"the {framework} process {child.how()}{where} on {device}"
     line = child.last_error_line()
@@ -121,67 +169,86 @@ def _failure(child: ChildResult, framework: str, device: str, stage: Optional[st
             "stderr_tail": child.stderr_tail[-1500:]}
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What every child of one verify run is given: limits, the payload's overrides, the variables of
+    the environment, fault injection (tests) and the timing gate of the overlapped schedule."""
+
+    quick: bool
+    timeout: float
+    stall: float
+    inject: Optional[JsonObject] = None
+    overrides: JsonObject = field(default_factory=dict)
+    env: Dict[str, str] = field(default_factory=dict)
+    gate: Optional[TimingGate] = None
+
+
 class _FrameworkRun:
     """Collects one framework's device results across one or more child processes."""
 
-    def __init__(self, python: str, framework: str, opts: Dict[str, Any], on_event: Optional[EventSink]):
+    def __init__(self, python: str, framework: str, opts: RunOptions, on_event: Optional[EventSink]):
         self.python, self.fw, self.opts, self.on_event = python, framework, opts, on_event
         self.version: Optional[str] = None
-        self.info: Dict[str, Any] = {}
+        self.info: JsonObject = {}
         self.import_s: Optional[float] = None
-        self.meta: Dict[str, Dict[str, Any]] = {}
+        # the payload's records, as its events carry them (JSON): devices, stage results, failures
+        self.meta: Dict[str, JsonObject] = {}
         self.order: List[str] = []
-        self.partial: Dict[str, Dict[str, Any]] = {}
-        self.done: Dict[str, Dict[str, Any]] = {}
-        self.failed: Dict[str, Dict[str, Any]] = {}
-        self.unavailable: List[Dict[str, Any]] = []
-        self.fatal: Optional[Dict[str, Any]] = None
+        self.partial: Dict[str, JsonObject] = {}
+        self.done: Dict[str, JsonObject] = {}
+        self.failed: Dict[str, JsonObject] = {}
+        self.unavailable: List[JsonObject] = []
+        self.fatal: Optional[JsonObject] = None
 
-    def _sink(self, ev: Dict[str, Any]) -> None:
+    def _sink(self, ev: Event) -> None:
         if self.on_event is not None:
             self.on_event(dict(ev, framework=self.fw, python=self.python))
 
-    def child(self, cfg: Dict[str, Any], env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
+    def child(self, cfg: JsonObject, env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
         import json
 
-        full: Dict[str, Any] = dict(PAYLOAD_DEFAULTS)
-        full.update(self.opts.get("overrides") or {})
-        full.update({"framework": self.fw, "quick": self.opts["quick"]})
-        if self.opts.get("inject"):
-            full["inject"] = self.opts["inject"]
-        gate = self.opts.get("gate")
+        full: JsonObject = dict(PAYLOAD_DEFAULTS)
+        full.update(self.opts.overrides)
+        full.update({"framework": self.fw, "quick": self.opts.quick})
+        if self.opts.inject:
+            full["inject"] = self.opts.inject
+        gate = self.opts.gate
         if gate is not None:
             full["gated"] = True  # timed loops wait for the gate (verify/overlap.py)
             full["parent_pid"] = os.getpid()  # a paused child must not outlive this process
         full.update(cfg)
         overlap = {"gate": gate} if gate is not None else {}
         res = run_child(self.python, ["run", json.dumps(full)],
-                        env=child_env(dict(self.opts.get("env") or {}, **(env_extra or {}))),
-                        timeout=self.opts["timeout"], stall=self.opts["stall"], on_event=self._sink, **overlap)
+                        env=child_env(dict(self.opts.env, **(env_extra or {}))),
+                        timeout=self.opts.timeout, stall=self.opts.stall, on_event=self._sink, **overlap)
         current: Optional[Tuple[str, str]] = None
         hello = False
+        # The child's events are JSON (verify/child.py): each value is read for the shape the payload sends.
         for ev in res.events:
             kind = ev.get("event")
+            dev, stage = _s(ev.get("device")), _s(ev.get("stage"))
             if kind == "hello":
                 hello = True
-                self.version = ev.get("version") or self.version
-                self.info = ev.get("info") or self.info  # the last child's (the one that ran devices)
-                if self.import_s is None:
-                    self.import_s = ev.get("import_s")
+                self.version = _s(ev.get("version")) or self.version
+                self.info = _obj(ev.get("info")) or self.info  # the last child's (the one that ran devices)
+                import_s = ev.get("import_s")
+                if self.import_s is None and isinstance(import_s, (int, float)):
+                    self.import_s = float(import_s)
             elif kind == "devices":
-                for d in ev.get("devices", []):
-                    if d["id"] not in self.meta:
-                        self.meta[d["id"]] = d
-                        self.order.append(d["id"])
-                for u in ev.get("unavailable", []):
+                for d in _objects(ev.get("devices")):
+                    did = _s(d.get("id"))
+                    if did is not None and did not in self.meta:
+                        self.meta[did] = d
+                        self.order.append(did)
+                for u in _objects(ev.get("unavailable")):
                     if u not in self.unavailable:
                         self.unavailable.append(u)
-            elif kind == "stage":
-                current = (ev["device"], ev["stage"])
-            elif kind == "result":
-                self.partial.setdefault(ev["device"], {})[ev["stage"]] = ev.get("data")
-            elif kind == "device_done":
-                self.done[ev["device"]] = ev.get("data") or {}
+            elif kind == "stage" and dev is not None and stage is not None:
+                current = (dev, stage)
+            elif kind == "result" and dev is not None and stage is not None:
+                self.partial.setdefault(dev, {})[stage] = ev.get("data")
+            elif kind == "device_done" and dev is not None:
+                self.done[dev] = _obj(ev.get("data"))
                 current = None
             elif kind == "fatal":
                 self.fatal = {"stage": ev.get("stage"), "message": ev.get("error"),
@@ -204,7 +271,7 @@ class _FrameworkRun:
         return [d for d in todo if d not in self.done and d not in self.failed]
 
 
-def _device_todo(meta: Dict[str, Dict[str, Any]], order: List[str], request: Optional[str]) -> List[str]:
+def _device_todo(meta: Dict[str, JsonObject], order: List[str], request: Optional[str]) -> List[str]:
     """Devices to run for a request: the matches, plus the CPU as the baseline when anything matched."""
     hits = [d for d in order if wanted(meta[d], request)]
     if request and hits and not any(meta[d]["kind"] == "cpu" for d in hits):
@@ -213,7 +280,7 @@ def _device_todo(meta: Dict[str, Dict[str, Any]], order: List[str], request: Opt
 
 
 def _run_torch_or_tf(run: _FrameworkRun, request: Optional[str], speed_only: bool = False) -> List[str]:
-    cfg: Dict[str, Any] = {"speed_only": speed_only}
+    cfg: JsonObject = {"speed_only": speed_only}
     if request:
         cfg["devices"] = [request]
         cfg["cpu_baseline"] = True
@@ -226,7 +293,8 @@ def _run_torch_or_tf(run: _FrameworkRun, request: Optional[str], speed_only: boo
     while not res.clean and run.remaining(todo) and attempts < len(todo):
         attempts += 1
         before = len(run.done) + len(run.failed)
-        res = run.child(dict(cfg, devices=run.remaining(todo), cpu_baseline=False))
+        left: List[JsonValue] = list(run.remaining(todo))
+        res = run.child(dict(cfg, devices=left, cpu_baseline=False))
         if run.fatal is not None or len(run.done) + len(run.failed) == before:
             break
     for d in run.remaining(todo):
@@ -255,40 +323,46 @@ def _run_plaidml(run: _FrameworkRun, request: Optional[str], speed_only: bool = 
         env = {"PLAIDML_DEVICE_IDS": did, "PLAIDML_EXPERIMENTAL": "0" if did in stable else "1"}
         run.child({"devices": [did], "speed_only": speed_only}, env)
         if did not in run.done and did not in run.failed:
-            fatal: Dict[str, Any] = run.fatal or {}
-            msg = fatal.get("message") or "the PlaidML process stopped without a result"
+            fatal: JsonObject = run.fatal or {}
+            msg = _s(fatal.get("message")) or "the PlaidML process stopped without a result"
             run.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
             run.fatal = None
     return todo
 
 
-def device_record(run: _FrameworkRun, did: str) -> Dict[str, Any]:
+def _rec(value: JsonValue) -> Optional[JsonObject]:
+    """A stage record of the payload (JSON, described in payload/_harness.py), or None."""
+    return value if isinstance(value, dict) else None
+
+
+def device_record(run: _FrameworkRun, did: str) -> DeviceResult:
     meta = run.meta.get(did, {"id": did, "kind": "?"})
     data = run.done.get(did) or run.partial.get(did) or {}
-    rec: Dict[str, Any] = {
-        "framework": run.fw, "framework_version": run.version, "python": run.python,
-        "device": did, "kind": meta.get("kind"), "name": meta.get("name"), "api": meta.get("api"),
-        "verdict": None, "reason": None,
-        "correctness": data.get("correctness"), "learning": data.get("learning"), "speed": data.get("speed"),
-        "proof": data.get("proof"), "speedup_vs_framework_cpu": None, "speedup_vs_best_cpu": None,
-        "failure": run.failed.get(did),
-    }
-    for k in ("compute_capability", "gfx_target", "total_memory_bytes", "experimental"):
-        if meta.get(k) is not None:
-            rec[k] = meta[k]
-    if run.fw == "plaidml" and meta.get("kind") == "cpu":
-        rec["cpu_note"] = PLAIDML_CPU_NOTE.format(id=did)
-    if isinstance(rec["speed"], dict) and isinstance(rec["speed"].get("spread"), (int, float)):
-        rec["speed_spread"] = rec["speed"]["spread"]
-    return rec
+    speed = _rec(data.get("speed"))
+    spread = speed.get("spread") if speed is not None else None
+    capability, gfx, memory, experimental = (meta.get("compute_capability"), meta.get("gfx_target"),
+                                             meta.get("total_memory_bytes"), meta.get("experimental"))
+    return DeviceResult(
+        framework=run.fw, framework_version=run.version, python=run.python,
+        device=did, kind=_s(meta.get("kind")), name=_s(meta.get("name")), api=_s(meta.get("api")),
+        verdict=None, reason=None,
+        correctness=_rec(data.get("correctness")), learning=_rec(data.get("learning")), speed=speed,
+        proof=_rec(data.get("proof")), speedup_vs_framework_cpu=None, speedup_vs_best_cpu=None,
+        failure=run.failed.get(did),
+        compute_capability=None if capability is None else str(capability), gfx_target=_s(gfx),
+        total_memory_bytes=memory if isinstance(memory, int) and not isinstance(memory, bool) else None,
+        experimental=experimental if isinstance(experimental, bool) else None,
+        cpu_note=PLAIDML_CPU_NOTE.format(id=did) if run.fw == "plaidml" and meta.get("kind") == "cpu" else None,
+        speed_spread=float(spread) if isinstance(spread, (int, float)) and not isinstance(spread, bool) else None,
+    )
 
 
 def _unavailable_record(fw: str, version: Optional[str], python: str, device: str, reason: str,
-                        kind: Optional[str] = None) -> Dict[str, Any]:
-    return {"framework": fw, "framework_version": version, "python": python, "device": device, "kind": kind,
-            "name": None, "api": None, "verdict": V.UNAVAILABLE, "reason": reason, "correctness": None,
-            "learning": None, "speed": None, "proof": None, "speedup_vs_framework_cpu": None,
-            "speedup_vs_best_cpu": None, "failure": None}
+                        kind: Optional[str] = None) -> DeviceResult:
+    return DeviceResult(framework=fw, framework_version=version, python=python, device=device, kind=kind,
+                        name=None, api=None, verdict=V.UNAVAILABLE, reason=reason, correctness=None,
+                        learning=None, speed=None, proof=None, speedup_vs_framework_cpu=None,
+                        speedup_vs_best_cpu=None, failure=None)
 
 
 def _plaidml_settings_ids(env: Mapping[str, str]) -> Tuple[List[str], Optional[str]]:
@@ -336,25 +410,24 @@ def requests_for(framework: str, device: Optional[str], env: Mapping[str, str]) 
 
 
 def _not_seen_record(run: "_FrameworkRun", request: str, asked_by: str, env: Mapping[str, str],
-                     loaders: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+                     loaders: Optional[JsonObject]) -> DeviceResult:
     listing = Listing(framework=run.fw, version=run.version, devices=tuple(run.meta[d] for d in run.order),
                       unavailable=tuple(run.unavailable))
     diag = diagnose(run.fw, request, listing, env, loaders_doc=loaders)
     listed = ", ".join(listing.ids) or "no device"
     reason = (f"{run.fw} {run.version or ''} does not list {request} (asked for by {asked_by}); it lists "
               f"{listed}. Likely cause: {diag.cause}").replace("  ", " ")
-    rec = _unavailable_record(run.fw, run.version, run.python, request, reason, kind=None)
-    rec.update(verdict=V.NOT_SEEN, requested_by=asked_by, listed_devices=listing.ids,
-               likely_cause=diag.cause, diagnosis=diag.to_json())
-    return rec
+    return replace(_unavailable_record(run.fw, run.version, run.python, request, reason, kind=None),
+                   verdict=V.NOT_SEEN, requested_by=asked_by, listed_devices=tuple(listing.ids),
+                   likely_cause=diag.cause, diagnosis=diag.to_json())
 
 
-def _ips(rec: Dict[str, Any]) -> Optional[float]:
-    sp = rec.get("speed")
-    if not isinstance(sp, dict) or sp.get("error") or sp.get("nan") or rec.get("failure"):
+def _ips(rec: DeviceResult) -> Optional[float]:
+    sp = rec.speed
+    if sp is None or sp.get("error") or sp.get("nan") or rec.failure:
         return None
     v = sp.get("images_per_s")
-    return float(v) if v else None
+    return float(v) if isinstance(v, (int, float)) and v else None
 
 
 def run_verify(
@@ -366,18 +439,38 @@ def run_verify(
     stall: Optional[float] = None,
     baseline_pythons: Optional[Sequence[str]] = None,
     cpu_peers: bool = True,
-    inject: Optional[Dict[str, Any]] = None,
+    inject: Optional[JsonObject] = None,
     on_event: Optional[EventSink] = None,
-    overrides: Optional[Dict[str, Any]] = None,
+    overrides: Optional[JsonObject] = None,
     env: Optional[Mapping[str, str]] = None,
-) -> Dict[str, Any]:
+) -> JsonObject:
+    """`verify` as the result document (`mlprobe verify --json`): the JSON edge of the commands."""
+    doc: JsonObject = verify(python, framework, device, timeout, quick, stall, baseline_pythons, cpu_peers, inject,
+                             on_event, overrides, env).to_json()
+    return doc
+
+
+def verify(
+    python: Optional[str] = None,
+    framework: str = "any",
+    device: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    quick: bool = False,
+    stall: Optional[float] = None,
+    baseline_pythons: Optional[Sequence[str]] = None,
+    cpu_peers: bool = True,
+    inject: Optional[JsonObject] = None,
+    on_event: Optional[EventSink] = None,
+    overrides: Optional[JsonObject] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> VerifyResult:
     """Verify the frameworks of `python` (default: this interpreter) on every usable device, or on
     `device`. `timeout` bounds each child process; `stall` (default min(timeout, 180 s)) is how long a
     child may go without reporting progress before it counts as hung. `baseline_pythons` are other
     interpreters whose frameworks' CPU speed joins the best-CPU figure (speed only). `inject` is for
     tests (fault injection in the payload); `overrides` replaces payload settings (the payload's DEFAULTS:
-    repeats, budgets, tolerances) and is recorded in the result. Returns the result document
-    (mlprobe/verify/schema.py describes it). `env` is set in every child on top of this process's
+    repeats, budgets, tolerances) and is recorded in the result. Returns the typed result
+    (model/verify.py; mlprobe/verify/schema.py describes its JSON). `env` is set in every child on top of this process's
     environment: the variables the environment's activate script sets (KERAS_BACKEND, HSA_OVERRIDE_…)."""
     if framework not in FRAMEWORK_CHOICES:
         raise StageError(f"unknown framework {framework!r}", next_step="choose one of " + ", ".join(FRAMEWORK_CHOICES),
@@ -385,12 +478,9 @@ def run_verify(
     t0 = time.monotonic()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     target = resolve_python(python)
-    opts: Dict[str, Any] = {"quick": quick, "timeout": float(timeout), "stall": float(stall or min(timeout, DEFAULT_STALL)),
-            "inject": inject, "overrides": dict(overrides or {}), "env": dict(env or {})}
-
     events_lock = threading.Lock()  # the children report from several threads
 
-    def note(ev: Dict[str, Any]) -> None:
+    def note(ev: Event) -> None:
         if on_event is not None:
             with events_lock:
                 on_event(ev)
@@ -400,46 +490,46 @@ def run_verify(
     # time (verify/overlap.py); MLPROBE_VERIFY_SERIAL=1 runs one child after the other.
     parallel = os.environ.get("MLPROBE_VERIFY_SERIAL") != "1"
     gate = TimingGate() if parallel else None
-    opts["gate"] = gate
+    opts = RunOptions(quick=quick, timeout=float(timeout), stall=float(stall or min(timeout, DEFAULT_STALL)),
+                      inject=dict(inject) if inject else None, overrides=dict(overrides or {}),
+                      env=dict(env or {}), gate=gate)
 
     note({"event": "discover", "python": target})
     disc = discover(target, timeout=min(timeout, 60.0), env=env)
-    chosen, fw_records = select_frameworks(framework, disc.get("frameworks") or {})
+    chosen, fw_records = select_frameworks(framework, disc)
     lanes, peer_slots = _lanes(target, chosen, disc, device, opts, sink, cpu_peers, baseline_pythons, timeout, gate)
     started_runs = run_lanes(lanes, parallel)
-    results: List[Dict[str, Any]] = []
-    no_match: List[Dict[str, Any]] = []  # requested devices a framework does not list (NOT_SEEN)
+    results: List[DeviceResult] = []
+    no_match: List[DeviceResult] = []  # requested devices a framework does not list (NOT_SEEN)
     extra_env: Dict[str, str] = dict(env or {})
     full_env: Dict[str, str] = dict(os.environ, **extra_env)
-    loaders: Optional[Dict[str, Any]] = None
-    fw_cpu: Dict[str, Dict[str, Any]] = {}
+    loaders: Optional[JsonObject] = None
+    fw_cpu: Dict[str, CpuFigure] = {}
     for fw in chosen:
-        run, todo = started_runs[fw][0].result()
-        frec: Dict[str, Any] = {"name": fw, "version": run.version or (disc["frameworks"][fw] or {}).get("version"),
-                                "status": "verified", "import_s": run.import_s, "info": run.info,
-                                "unavailable_devices": [u for u in run.unavailable if not u.get("quiet")],
-                                "notes": [u["reason"] for u in run.unavailable if u.get("quiet")]}
-        if fw == "plaidml":
-            frec["shim_installed"] = bool((disc["frameworks"].get("plaidml") or {}).get("shim"))
+        run, todo = _main(started_runs[fw][0].result())
+        found = disc.frameworks.get(fw, Found())
+        frec = FrameworkRun(name=fw, version=run.version or found.version, status="verified",
+                            import_s=run.import_s, info=run.info,
+                            unavailable_devices=tuple(u for u in run.unavailable if not u.get("quiet")),
+                            notes=tuple(str(u.get("reason")) for u in run.unavailable if u.get("quiet")),
+                            shim_installed=found.shim if fw == "plaidml" else None)
         if run.fatal is not None and not run.done:
-            frec["status"] = "unavailable"
-            frec["reason"] = run.fatal["message"]
-            if run.fatal.get("stderr_tail"):
-                frec["stderr_tail"] = run.fatal["stderr_tail"]
-            if fw == "plaidml" and "collections" in str(run.fatal.get("message")) and not frec.get("shim_installed"):
-                frec["reason"] += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10 "
-                                   "(mlprobe.shims.plaidml_compat.install_shim)")
-            results.append(_unavailable_record(fw, frec["version"], target, device or "any", frec["reason"]))
+            reason = str(run.fatal.get("message"))
+            if fw == "plaidml" and "collections" in reason and not frec.shim_installed:
+                reason += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10 "
+                           "(mlprobe.shims.plaidml_compat.install_shim)")
+            frec = replace(frec, status="unavailable", reason=reason,
+                           stderr_tail=_s(run.fatal.get("stderr_tail")) or None)
+            results.append(_unavailable_record(fw, frec.version, target, device or "any", reason))
             fw_records.append(frec)
             continue
         for did in todo:
             rec = device_record(run, did)
             results.append(rec)
-            if rec["kind"] == "cpu" and _ips(rec) and fw not in fw_cpu:
-                fw_cpu[fw] = {"framework": fw, "version": run.version, "python": target,
-                              "images_per_s": _ips(rec), "device": did}
-                if rec.get("speed_spread") is not None:
-                    fw_cpu[fw]["spread"] = rec["speed_spread"]
+            ips = _ips(rec)
+            if rec.kind == "cpu" and ips and fw not in fw_cpu:
+                fw_cpu[fw] = CpuFigure(framework=fw, version=run.version, python=target, images_per_s=ips,
+                                       device=did, spread=rec.speed_spread)
         # A device asked for and not listed is a result of its own (NOT_SEEN), never a silent
         # substitute; with --framework any, a *_VISIBLE_DEVICES request counts only if no framework
         # lists a GPU (checked below).
@@ -453,78 +543,95 @@ def run_verify(
         fw_records.append(frec)
 
     # With --framework any, a framework without the requested device is noise once another has it.
-    seen_gpu = any(r["verdict"] is None and r["kind"] != "cpu" for r in results)
+    seen_gpu = any(r.verdict is None and r.kind != "cpu" for r in results)
     for rec in no_match:
-        by = str(rec.get("requested_by"))
+        by = str(rec.requested_by)
         if framework != "any" or not seen_gpu or (by != "--device" and "_VISIBLE_DEVICES" not in by):
             results.append(rec)
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
     # because the fastest CPU path is what a user would otherwise use.
-    peers: List[Dict[str, Any]] = []
+    peers: List[CpuFigure] = []
     for lane, index in peer_slots:  # in the order they were asked for: this interpreter's, then the others'
-        for run in started_runs[lane][index].result():
+        for run in _peers(started_runs[lane][index].result()):
             for did in run.done:
                 rec = device_record(run, did)
-                if _ips(rec):
-                    peers.append({"framework": run.fw, "version": run.version, "python": run.python,
-                                  "images_per_s": _ips(rec), "speed": rec["speed"]})
-                    if rec.get("speed_spread") is not None:
-                        peers[-1]["spread"] = rec["speed_spread"]
+                ips = _ips(rec)
+                if ips:
+                    peers.append(CpuFigure(framework=run.fw, version=run.version, python=run.python,
+                                           images_per_s=ips, speed=rec.speed, spread=rec.speed_spread))
 
     cpu_figures = list(fw_cpu.values()) + peers
-    best_cpu = max(cpu_figures, key=lambda r: r["images_per_s"]) if cpu_figures else None
-    if best_cpu:
-        best_cpu = dict(best_cpu, seconds_per_epoch=60000.0 / best_cpu["images_per_s"])
-        best_cpu.pop("speed", None)
-    for rec in results:
-        if rec["verdict"] is None:
-            rec["verdict"], rec["reason"] = V.decide(rec, fw_cpu.get(rec["framework"]), best_cpu)
+    best_cpu = max(cpu_figures, key=lambda r: r.images_per_s) if cpu_figures else None
+    if best_cpu is not None:
+        best_cpu = replace(best_cpu, seconds_per_epoch=60000.0 / best_cpu.images_per_s, speed=None)
+    best_json: Optional[JsonObject] = to_json(best_cpu) if best_cpu is not None else None
+    for i, rec in enumerate(results):
+        if rec.verdict is None:
+            own = fw_cpu.get(rec.framework)
+            verdict, why = V.decide(to_json(rec), to_json(own) if own is not None else None, best_json)
+            rec = replace(rec, verdict=verdict, reason=why)
         ips = _ips(rec)
-        base = (fw_cpu.get(rec["framework"]) or {}).get("images_per_s")
+        base = fw_cpu[rec.framework].images_per_s if rec.framework in fw_cpu else None
         if ips and base:
-            rec["speedup_vs_framework_cpu"] = round(ips / base, 3)
-        if ips and best_cpu:
-            rec["speedup_vs_best_cpu"] = round(ips / best_cpu["images_per_s"], 3)
+            rec = replace(rec, speedup_vs_framework_cpu=round(ips / base, 3))
+        if ips and best_cpu is not None:
+            rec = replace(rec, speedup_vs_best_cpu=round(ips / best_cpu.images_per_s, 3))
+        results[i] = rec
 
-    doc: Dict[str, Any] = {
-        "schema": SCHEMA, "mlprobe_version": __version__, "started": started,
-        "python": {"executable": target, "version": disc.get("python"), "prefix": disc.get("prefix"),
-                   "platform": disc.get("platform"),
-                   "machine": disc.get("machine"), "cpu_count": disc.get("cpu_count")},
-        "request": {"framework": framework, "device": device, "quick": quick,
-                    "env": {k: str(v) for k, v in sorted((env or {}).items())
-                            if k not in ("PATH", "VIRTUAL_ENV")} or None},
-        "overrides": dict(overrides or {}) or None,
-        "frameworks": fw_records, "results": results, "cpu_peers": peers, "best_cpu": best_cpu,
-        "tolerances": dict(TOLERANCES, **{k: v for k, v in (overrides or {}).items() if k in TOLERANCES}),
-    }
     from .peers import slow_gpus
 
-    # Several GPUs of one model: the one clearly slower than the others is named.
-    doc["slow_gpus"] = [g.to_dict() for g in slow_gpus(results)]
-    doc["summary"] = summarise(doc)
-    doc["exit_code"] = exit_code(doc)
-    doc["wall_s"] = round(time.monotonic() - t0, 2)
-    note({"event": "finished", "wall_s": doc["wall_s"]})
-    # written through the typed contract (model/verify.py): a field of the wrong shape is a bug here
-    from ..model.verify import VerifyResult
+    given: JsonObject = dict(overrides or {})
+    tolerances: JsonObject = dict(TOLERANCES, **{k: v for k, v in given.items() if k in TOLERANCES})
+    result = VerifyResult(
+        schema=SCHEMA, mlprobe_version=__version__, started=started,
+        python=VerifyPython(executable=target, version=disc.python, prefix=disc.prefix, platform=disc.platform,
+                            machine=disc.machine, cpu_count=disc.cpu_count),
+        request=VerifyRequest(framework=framework, device=device, quick=quick,
+                              env={k: str(v) for k, v in sorted((env or {}).items())
+                                   if k not in ("PATH", "VIRTUAL_ENV")} or None),
+        overrides=given or None,
+        frameworks=tuple(fw_records), results=tuple(results), cpu_peers=tuple(peers), best_cpu=best_cpu,
+        tolerances=tolerances,
+        # Several GPUs of one model: the one clearly slower than the others is named.
+        slow_gpus=tuple(SlowGpu(framework=g.framework, device=g.device, name=g.name, images_per_s=g.images_per_s,
+                                peer_median=g.peer_median, peers=tuple(g.peers), slower_by=round(g.slower_by, 3),
+                                message=g.sentence()) for g in slow_gpus(results)),
+        summary=(), exit_code=0, wall_s=0.0)
+    doc = result.to_json()
+    result = replace(result, summary=tuple(summarise(doc)), exit_code=exit_code(doc),
+                     wall_s=round(time.monotonic() - t0, 2))
+    note({"event": "finished", "wall_s": result.wall_s})
+    return result
 
-    return VerifyResult.from_json(doc).to_json()
+
+MainRun = Tuple["_FrameworkRun", List[str]]  # a framework's own verification: the run, the devices it ran
+PeerRuns = List["_FrameworkRun"]  # a CPU peer job: the runs it made (none where it asked nobody)
+Job = Callable[[], Union[MainRun, PeerRuns]]
 
 
-def _lanes(target: str, chosen: List[str], disc: Dict[str, Any], device: Optional[str], opts: Dict[str, Any],
+def _main(result: Union[MainRun, PeerRuns]) -> MainRun:
+    assert isinstance(result, tuple), result  # lane jobs at index 0 are the main jobs (_lanes)
+    return result
+
+
+def _peers(result: Union[MainRun, PeerRuns]) -> PeerRuns:
+    assert isinstance(result, list), result
+    return result
+
+
+def _lanes(target: str, chosen: List[str], disc: Discovery, device: Optional[str], opts: RunOptions,
            sink: Optional[EventSink], cpu_peers: bool, baseline_pythons: Optional[Sequence[str]],
-           timeout: float, gate: Optional[TimingGate]) -> Tuple[Dict[str, List[Any]], List[Tuple[str, int]]]:
+           timeout: float, gate: Optional[TimingGate]) -> Tuple[Dict[str, List[Job]], List[Tuple[str, int]]]:
     """The children of this run, by framework: each framework's lane runs its own verification first,
     then its CPU peers (the same framework in other interpreters, speed only), one after the other;
     the lanes run side by side. A peer job returns the runs it made (none for an interpreter that is
     the target's own environment or cannot be asked). Also: where each peer job is, (lane, index), in
     the order the peers are reported."""
-    lanes: Dict[str, List[Any]] = {}
+    lanes: Dict[str, List[Job]] = {}
     slots: List[Tuple[str, int]] = []
 
-    def add(lane: str, job: Any) -> Tuple[str, int]:
+    def add(lane: str, job: Job) -> Tuple[str, int]:
         lanes.setdefault(lane, []).append(job)
         return lane, len(lanes[lane]) - 1
 
@@ -537,26 +644,28 @@ def _lanes(target: str, chosen: List[str], disc: Dict[str, Any], device: Optiona
         return lanes, slots
 
     def peer_runs(python: str, f: str) -> List[_FrameworkRun]:
-        run = _FrameworkRun(python, f, dict(opts, inject=None), sink)
+        run = _FrameworkRun(python, f, replace(opts, inject=None), sink)
         _run_torch_or_tf(run, "cpu", speed_only=True)
         return [run]
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
     # because the fastest CPU path is what a user would otherwise use.
     for f in FRAMEWORKS:
-        if f not in chosen and f != "plaidml" and ((disc.get("frameworks") or {}).get(f) or {}).get("importable"):
-            slots.append(add(f, lambda f=f: peer_runs(target, f)))
-    others: Dict[str, Optional[Dict[str, Any]]] = {}
+        if f not in chosen and f != "plaidml" and disc.importable(f):
+            def own_peer(f: str = f) -> PeerRuns:
+                return peer_runs(target, f)
+            slots.append(add(f, own_peer))
+    others: Dict[str, Optional[Discovery]] = {}
     others_lock = threading.Lock()
 
-    def other_disc(op: str) -> Optional[Dict[str, Any]]:
+    def other_disc(op: str) -> Optional[Discovery]:
         with others_lock:  # each interpreter asked once, whichever lane asks first
             if op not in others:
                 try:
-                    odisc: Optional[Dict[str, Any]] = discover(op, timeout=min(timeout, 60.0), gate=gate)
+                    odisc: Optional[Discovery] = discover(op, timeout=min(timeout, 60.0), gate=gate)
                 except StageError:
                     odisc = None
-                if odisc is not None and odisc.get("prefix") and odisc.get("prefix") == disc.get("prefix"):
+                if odisc is not None and odisc.prefix and odisc.prefix == disc.prefix:
                     odisc = None  # the same environment (a venv's python is a link to its base: compare prefixes)
                 others[op] = odisc
             return others[op]
@@ -576,38 +685,44 @@ def _lanes(target: str, chosen: List[str], disc: Dict[str, Any], device: Optiona
 
             def peer_job(op: str = op, f: str = f) -> List[_FrameworkRun]:
                 odisc = other_disc(op)
-                if odisc is None or not ((odisc.get("frameworks") or {}).get(f) or {}).get("importable"):
+                if odisc is None or not odisc.importable(f):
                     return []
                 return peer_runs(op, f)
             slots.append(add(f, peer_job))
     return lanes, slots
 
 
-def summarise(doc: Dict[str, Any]) -> List[str]:
-    out = [str(r["reason"]) for r in doc["results"] if r.get("reason")]
-    for f in doc["frameworks"]:
+def _records(doc: Mapping[str, JsonValue], key: str) -> List[JsonObject]:
+    return _objects(doc.get(key))
+
+
+def summarise(doc: Mapping[str, JsonValue]) -> List[str]:
+    """The result's summary in words, read from its document (what `verify --json` prints)."""
+    out = [str(r["reason"]) for r in _records(doc, "results") if r.get("reason")]
+    for f in _records(doc, "frameworks"):
         if f.get("status") == "not installed":
-            out.append(f"{f['name']}: {f['reason']}")
-    out.extend(str(g["message"]) for g in doc.get("slow_gpus") or [])
-    best = doc.get("best_cpu")
-    if best:
-        out.append(f"Best CPU figure: {best['framework']} {best.get('version') or ''} at "
-                   f"{V.fmt_ips(best['images_per_s'])} images/s ({best['seconds_per_epoch']:.0f} s per "
-                   f"60,000-image epoch)".replace("  ", " "))
-    if not doc["results"] and not any(f.get("status") == "not installed" for f in doc["frameworks"]):
+            out.append(f"{f.get('name')}: {f.get('reason')}")
+    out.extend(str(g.get("message")) for g in _records(doc, "slow_gpus"))
+    best = _obj(doc.get("best_cpu"))
+    ips, epoch = best.get("images_per_s"), best.get("seconds_per_epoch")
+    if isinstance(ips, (int, float)) and isinstance(epoch, (int, float)):
+        out.append(f"Best CPU figure: {best.get('framework')} {best.get('version') or ''} at "
+                   f"{V.fmt_ips(ips)} images/s ({epoch:.0f} s per 60,000-image epoch)".replace("  ", " "))
+    if not _records(doc, "results") and not any(f.get("status") == "not installed" for f in _records(doc, "frameworks")):
         out.append("No framework (torch, tensorflow, plaidml-keras) is installed in "
-                   f"{doc['python']['executable']}: nothing to verify")
+                   f"{_obj(doc.get('python')).get('executable')}: nothing to verify")
     return out
 
 
-def exit_code(doc: Dict[str, Any]) -> int:
-    verdicts = [r["verdict"] for r in doc["results"]]
+def exit_code(doc: Mapping[str, JsonValue]) -> int:
+    """The exit status a result implies, read from its document."""
+    results = _records(doc, "results")
+    verdicts = [r.get("verdict") for r in results]
     if V.WRONG_RESULTS in verdicts or V.NOT_SEEN in verdicts:
         return exit_status("failure")
     if not any(v in V.WORKING for v in verdicts):
         return exit_status("unavailable")
-    dev = (doc.get("request") or {}).get("device")
-    if dev and not any(r["verdict"] in V.WORKING and wanted(dict(r, id=r.get("device")), dev)
-                       for r in doc["results"]):
+    dev = _s(_obj(doc.get("request")).get("device"))
+    if dev and not any(r.get("verdict") in V.WORKING and wanted(dict(r, id=r.get("device")), dev) for r in results):
         return exit_status("unavailable")
     return exit_status("ok")
