@@ -15,8 +15,8 @@ import pytest
 
 from mlprobe.cli import main
 from mlprobe.fleet.document import build_fleet
-from mlprobe.fleet.merge import merge_reports
-from mlprobe.fleet.model import FleetDocument, FleetNode, FleetSource
+from mlprobe.fleet.merge import merge_fleet
+from mlprobe.fleet.model import FleetNode, FleetSource
 
 from .fleet_gen import OLD_DRIVER, template_reports, write_fleet
 
@@ -25,7 +25,7 @@ from .fleet_gen import OLD_DRIVER, template_reports, write_fleet
 def fleet_doc(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     folder = tmp_path_factory.mktemp("html-fleet")
     write_fleet(folder, 48, driver_every=3, torch_every=4)
-    merged = FleetDocument.from_json(merge_reports([str(folder)]))
+    merged = merge_fleet([str(folder)])
     # a node that did not answer, as `fleet scan` reports it
     nodes = merged.nodes + (FleetNode(name="10.0.0.99", status="lost", error="the node died during the scan <b>",
                                       ray_node_id="ab" * 28),)

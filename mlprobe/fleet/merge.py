@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from .document import build_fleet
 from .load import iter_names, load_many, select_inputs
-from .model import FleetNode, FleetSource
+from .model import FleetDocument, FleetNode, FleetSource
 
 
 def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
@@ -17,6 +17,13 @@ def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bo
                   now: Optional[str] = None) -> Dict[str, Any]:
     """The fleet report of these files (and folders of them), as the JSON `fleet merge` writes (the
     command reads its summary and warnings)."""
+    return merge_fleet(paths, keep_reports, skip_bad, on_progress, now).to_json()
+
+
+def merge_fleet(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
+                on_progress: Optional[Callable[[int, int], None]] = None,
+                now: Optional[str] = None) -> FleetDocument:
+    """The fleet report of these files (and folders of them)."""
     started = time.monotonic()
     files, notes = select_inputs(paths)
     loaded, problems = load_many(files, keep_reports=keep_reports, skip_bad=skip_bad, on_progress=on_progress)
@@ -25,4 +32,4 @@ def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bo
              for item in loaded]
     warnings = notes + [f"left out: {p}" for p in problems]
     source = FleetSource(kind="merge", files=len(files), seconds=round(time.monotonic() - started, 3))
-    return build_fleet(nodes, source, warnings, now=now).to_json()
+    return build_fleet(nodes, source, warnings, now=now)

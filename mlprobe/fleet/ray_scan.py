@@ -202,9 +202,15 @@ def agent_name(node_id: str) -> str:
 def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[NodeEvent] = None,
                  now: Optional[str] = None, keep_agents_s: float = 0.0) -> Dict[str, Any]:
     """The fleet report of one scan task per alive node of the cluster, as the JSON `fleet scan`
-    writes."""
+    writes (the command reads each node's status)."""
+    return scan_fleet(address, timeout, verify, on_event, now, keep_agents_s).to_json()
+
+
+def scan_fleet(address: str, timeout: float, verify: bool = False, on_event: Optional[NodeEvent] = None,
+               now: Optional[str] = None, keep_agents_s: float = 0.0) -> FleetDocument:
+    """The fleet report of one scan task per alive node of the cluster."""
     with stdout_to_stderr():
-        return _scan_cluster(address, timeout, verify, on_event, now, keep_agents_s).to_json()
+        return _scan_cluster(address, timeout, verify, on_event, now, keep_agents_s)
 
 
 def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional[NodeEvent],
