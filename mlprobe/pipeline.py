@@ -143,9 +143,8 @@ def node_report(replay: Optional[str] = None, verify: bool = False, via: Optiona
     host: Host
     if replay:
         bundle = open_replay(replay)
-        overrides = {k: v for k, v in (os.environ if env is None else env).items() if k.startswith(OVERRIDE_PREFIX)}
-        if overrides:
-            bundle.extra_overrides = overrides
+        environ = os.environ if env is None else env
+        bundle.extra_overrides = {k: v for k, v in environ.items() if k.startswith(OVERRIDE_PREFIX)}
         host = bundle
         source = {"kind": "replay", "bundle": display_path(replay), **({"via": via} if via else {})}
     else:
