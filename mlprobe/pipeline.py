@@ -6,6 +6,7 @@ does not scan or plan, plan/ does not read the environment: the pipeline reads i
     scan_report(host)            the scan: Facts with mlprobe's version and where it came from
     plan(facts, env=...)         the ranked Plan for it (MLPROBE_PYTORCH_INDEX_URL read from `env`)
     build_report(host, options)  scan + plan (+ verify, + doctor) in the redacted ReportEnvelope
+    node_report(replay=...)      build_report of this machine or a bundle, with no command line (a fleet node)
     diff_side(path)              one side of `mlprobe diff` (a bundle is scanned and planned here)
 """
 
@@ -127,6 +128,31 @@ def build_report(
     return assemble(host, report, planned, verified, options, now=now, env=env, doctor=diagnosed)
 
 
+def node_report(replay: Optional[str] = None, verify: bool = False, via: Optional[str] = None,
+                env: Optional[Mapping[str, str]] = None) -> "ReportEnvelope":
+    """`mlprobe report` where no command line chose the host (a fleet node, fleet/task.py): this
+    machine, its slow tools started at once, or the capture bundle `replay` (asked for by `via`, the
+    variable that named it), with the MLPROBE_OVERRIDE_* variables of `env` (default: this process's)
+    over the bundle's own facts, as for a live scan. BundleError when `replay` is not a bundle."""
+    from .report.envelope import ReportOptions
+    from .scan.capture import PREFETCH
+    from .scan.host import OVERRIDE_PREFIX, open_replay, shared_live_host
+    from .ui import display_path
+
+    host: Host
+    if replay:
+        bundle = open_replay(replay)
+        environ = os.environ if env is None else env
+        bundle.extra_overrides = {k: v for k, v in environ.items() if k.startswith(OVERRIDE_PREFIX)}
+        host = bundle
+        source = {"kind": "replay", "bundle": display_path(replay), **({"via": via} if via else {})}
+    else:
+        live = shared_live_host()
+        live.prefetch(PREFETCH)
+        host, source = live, {"kind": "live"}
+    return build_report(host, ReportOptions(verify=verify), source=source)
+
+
 def _scan_bundle(path: Path) -> ScanReport:
     from .report.diff import DiffInputError
     from .scan.host import open_replay
@@ -150,5 +176,5 @@ def diff_side(path: str) -> "Side":
     return load_side(path, _scan_bundle, _plan_or_none)
 
 
-__all__ = ["build_report", "diff_side", "doctor", "doctor_section", "plan", "plan_section", "scan_report",
-           "verify_section"]
+__all__ = ["build_report", "diff_side", "doctor", "doctor_section", "node_report", "plan", "plan_section",
+           "scan_report", "verify_section"]

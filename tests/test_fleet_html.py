@@ -15,7 +15,8 @@ import pytest
 
 from mlprobe.cli import main
 from mlprobe.fleet.document import build_fleet
-from mlprobe.fleet.merge import merge_reports
+from mlprobe.fleet.merge import merge_fleet
+from mlprobe.fleet.model import FleetNode, FleetSource
 
 from .fleet_gen import OLD_DRIVER, template_reports, write_fleet
 
@@ -24,12 +25,11 @@ from .fleet_gen import OLD_DRIVER, template_reports, write_fleet
 def fleet_doc(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     folder = tmp_path_factory.mktemp("html-fleet")
     write_fleet(folder, 48, driver_every=3, torch_every=4)
-    doc = merge_reports([str(folder)])
+    merged = merge_fleet([str(folder)])
     # a node that did not answer, as `fleet scan` reports it
-    nodes: List[Dict[str, Any]] = doc["nodes"] + [
-        {"name": "10.0.0.99", "status": "lost", "error": "the node died during the scan <b>", "group": None,
-         "facts": None, "ray_node_id": "ab" * 28}]
-    return build_fleet(nodes, {"kind": "ray", "address": "10.0.0.1:6379", "timeout_s": 60})
+    nodes = merged.nodes + (FleetNode(name="10.0.0.99", status="lost", error="the node died during the scan <b>",
+                                      ray_node_id="ab" * 28),)
+    return build_fleet(nodes, FleetSource(kind="ray", address="10.0.0.1:6379", timeout_s=60)).to_json()
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +127,9 @@ def test_the_console_check_catches_a_page_that_loads_something(browser: Any, tmp
 
 
 def test_empty_fleet_page(tmp_path: Path) -> None:
-    from mlprobe.fleet.html import render_html
+    from mlprobe.fleet.html import fleet_page
 
-    html = render_html(build_fleet([], {"kind": "merge", "files": 0}))
+    html = fleet_page(build_fleet([], FleetSource(kind="merge", files=0)))
     assert "No node differs" in html and "No report carries verify speeds" in html
 
 
@@ -137,9 +137,8 @@ def test_templates_reach_the_chart() -> None:
     from mlprobe.fleet.html import speed_rows
     from mlprobe.fleet.summary import summarize
 
-    nodes = [{"name": f"n{i}", "status": "ok", "error": None, "group": None, "facts": summarize(d)}
-             for i, d in enumerate(template_reports())]
-    rows = speed_rows(build_fleet(nodes, {"kind": "merge", "files": len(nodes)}))
+    nodes = [FleetNode(name=f"n{i}", status="ok", facts=summarize(d)) for i, d in enumerate(template_reports())]
+    rows = speed_rows(build_fleet(nodes, FleetSource(kind="merge", files=len(nodes))))
     assert [r[0].split(":")[0] for r in rows] == ["torch cuda", "torch cpu"]
 
 
@@ -149,17 +148,15 @@ BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c
 def test_bidi_controls_are_shown_escaped_not_obeyed() -> None:
     """U+202E in a node name reverses what follows on the page (`(1/2)` reads `(2/1)`): every
     bidirectional control is written as a visible escape, and so are other control characters."""
-    from mlprobe.fleet.html import render_html
+    from mlprobe.fleet.html import fleet_page
     from mlprobe.fleet.summary import summarize
 
     docs = template_reports()
     docs[0]["scan"]["gpus"][0]["name"] = "H200 \u202e(1/2)\u202c x\u2066y\u2069 \u200f"
     docs[0]["scan"]["cpu"]["model"] = "CPU\x1b[31m\x07\u2028"
-    nodes = [{"name": f"n\u202e{i}", "status": "ok", "error": None, "group": None, "facts": summarize(d)}
-             for i, d in enumerate(docs)]
-    nodes.append({"name": "bad\u202e", "status": "error", "error": "no \u202ereport\u2067", "group": None,
-                  "facts": None})
-    html = render_html(build_fleet(nodes, {"kind": "merge", "files": len(nodes)}, warnings=["w\u202e"]))
+    nodes = [FleetNode(name=f"n\u202e{i}", status="ok", facts=summarize(d)) for i, d in enumerate(docs)]
+    nodes.append(FleetNode(name="bad\u202e", status="error", error="no \u202ereport\u2067"))
+    html = fleet_page(build_fleet(nodes, FleetSource(kind="merge", files=len(nodes)), warnings=["w\u202e"]))
     assert not any(c in html for c in BIDI), [hex(ord(c)) for c in BIDI if c in html]
     assert "\x1b" not in html and "\x07" not in html and "\u2028" not in html
     assert "\\u202e(1/2)" in html and "n\\u202e0" in html

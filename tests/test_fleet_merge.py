@@ -194,3 +194,18 @@ def test_show_rejects_what_is_not_a_fleet_report(templates: List[Dict[str, Any]]
     newer.write_text(json.dumps({"fleet_version": 2}))
     assert main(["fleet", "show", str(newer)]) == 2
     assert "newer" in capsys.readouterr().err
+
+
+def test_the_groups_table_names_the_builds_the_registry_names() -> None:
+    """`fleet show` names the builds of the frameworks the registry marks for it (frameworks' `fleet`:
+    jaxlib is JAX's, onnxruntime-gpu ONNX Runtime's) and counts the others."""
+    from mlprobe.fleet.model import SoftwareField
+    from mlprobe.fleet.render import _software_text
+    from mlprobe.model.vocabulary import vocabulary
+
+    assert {"torch", "tensorflow", "jax", "jaxlib", "onnxruntime-gpu"} <= set(vocabulary().fleet_builds())
+    assert "torchvision" not in vocabulary().fleet_builds()
+    software = {"driver": SoftwareField("580.95.05", 2, 1, False), "cuda": SoftwareField("13.0", 1, 2, True),
+                "framework:jaxlib": SoftwareField("jaxlib 0.8.0", 2, 1, False),
+                "framework:torchvision": SoftwareField("torchvision 0.26.0", 2, 1, False)}
+    assert _software_text(software) == "driver 580.95.05; cuda 13.0 (contested); jaxlib 0.8.0; +1 more"

@@ -108,3 +108,30 @@ def test_odd_answers_cost_only_their_node(monkeypatch: pytest.MonkeyPatch) -> No
     from mlprobe.commands.fleet import fleet_json
 
     json.loads(fleet_json(doc))
+
+
+def test_the_node_task_answers_the_report_of_its_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each node runs (task.scan_node, no Ray needed): the report of the bundle MLPROBE_REPLAY
+    names, which the driver reads into the node's summary; a bundle that is not one is the node's
+    error, worded as `mlprobe report` words it."""
+    from mlprobe.errors import StageError, error_text
+    from mlprobe.fleet.ray_scan import accept
+    from mlprobe.fleet.task import scan_node
+
+    from .conftest import FIXTURES
+
+    bundle = FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo"
+    monkeypatch.setenv("MLPROBE_REPLAY", str(bundle))
+    answer = scan_node()
+    report = answer["report"]
+    assert isinstance(report, dict) and isinstance(report["scan"], dict)
+    assert report["scan"]["source"] == {"kind": "replay", "bundle": str(bundle), "via": "MLPROBE_REPLAY"}
+    read, why = accept(json.loads(json.dumps(answer)))
+    assert read is not None and why == "", why
+    assert [g.gfx_target for g in read.facts.gpus] == ["gfx1031"]
+    torch = (read.facts.plan or {}).get("torch")
+    assert torch is not None and torch.recipe == "torch-rocm-amd"
+    monkeypatch.setenv("MLPROBE_REPLAY", str(FIXTURES / "no-such-bundle"))
+    with pytest.raises(StageError) as err:
+        scan_node()
+    assert error_text(err.value).startswith("[E101] cannot replay ") and "(from MLPROBE_REPLAY)" in err.value.what

@@ -9,21 +9,26 @@
      "drift": [{"node", "group", "field", "value", "majority", ...}],
      "warnings": [...]}
 
-Its JSON Schema is fleet.schema.json (`mlprobe schema fleet`).
+Its typed form is fleet/model.py's FleetDocument; its JSON Schema is fleet.schema.json
+(`mlprobe schema fleet`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from .. import __version__
+from ..model.jsontypes import JsonObject
 from ..report.envelope import utc_now
 from .group import build_groups
+from .model import FleetDocument, FleetNode, FleetSource, FleetSummary
 
 FLEET_VERSION = 1
 FLEET_KIND = "mlprobe-fleet"
+
 # ok: a report; error: the scan failed on the node; timeout: no answer within the time limit;
 # lost: the node died (or left the cluster) during the scan; no-mlprobe: the node's Python cannot
 # import mlprobe.
@@ -32,42 +37,39 @@ STATUSES = ("ok", "error", "timeout", "lost", "no-mlprobe")
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fleet.schema.json")
 
 
-def build_fleet(nodes: List[Dict[str, Any]], source: Dict[str, Any], warnings: Optional[List[str]] = None,
-                now: Optional[str] = None) -> Dict[str, Any]:
-    """The fleet report from node entries (each with `name`, `status` and, when ok, `facts`, the
-    summary of its report). Sets each node's `group`."""
-    ok = [(n["name"], n["facts"]) for n in nodes if n.get("status") == "ok" and n.get("facts")]
+def build_fleet(nodes: Sequence[FleetNode], source: FleetSource, warnings: Optional[List[str]] = None,
+                now: Optional[str] = None) -> FleetDocument:
+    """The fleet report from its nodes (each with `facts`, the summary of its report, when its status
+    is ok), each node with its group set."""
+    ok = [(n.name, n.facts) for n in nodes if n.status == "ok" and n.facts is not None]
     groups, drift = build_groups(ok)
-    group_of = {name: g["id"] for g in groups for name in g["nodes"]}
+    group_of = {name: g.id for g in groups for name in g.nodes}
     by_status: Dict[str, int] = {}
     for n in nodes:
-        n["group"] = group_of.get(n["name"])
-        by_status[n["status"]] = by_status.get(n["status"], 0) + 1
-    return {
-        "fleet_version": FLEET_VERSION,
-        "kind": FLEET_KIND,
-        "mlprobe_version": __version__,
-        "generated_at": now or utc_now(),
-        "source": source,
-        "summary": {
-            "nodes": len(nodes),
-            "by_status": by_status,
-            "groups": len(groups),
-            "drift_nodes": len({d["node"] for d in drift}),
-        },
-        "nodes": nodes,
-        "groups": groups,
-        "drift": drift,
-        "warnings": list(warnings or []),
-    }
+        by_status[n.status] = by_status.get(n.status, 0) + 1
+    return FleetDocument(
+        fleet_version=FLEET_VERSION,
+        kind=FLEET_KIND,
+        mlprobe_version=__version__,
+        generated_at=now or utc_now(),
+        source=source,
+        summary=FleetSummary(nodes=len(nodes), by_status=by_status, groups=len(groups),
+                             drift_nodes=len({d.node for d in drift})),
+        nodes=tuple(dataclasses.replace(n, group=group_of.get(n.name)) for n in nodes),
+        groups=tuple(groups),
+        drift=tuple(drift),
+        warnings=tuple(warnings or ()),
+    )
 
 
-def fleet_schema() -> Dict[str, Any]:
+def fleet_schema() -> JsonObject:
+    """fleet.schema.json, the published schema (a file the package ships)."""
     with open(SCHEMA_PATH, encoding="utf-8") as fh:
         doc = json.load(fh)
-    assert isinstance(doc, dict)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{SCHEMA_PATH}: not a JSON object")
     return doc
 
 
-def is_fleet(doc: Any) -> bool:
+def is_fleet(doc: object) -> bool:
     return isinstance(doc, dict) and "fleet_version" in doc and isinstance(doc.get("nodes"), list)

@@ -12,16 +12,14 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from .model import Drift, Group, GroupBuild, Hardware, NodeSummary, SoftwareField
 from .summary import hardware_key, hardware_label, key_id
 
-# Fields whose difference from the group's majority is drift.
-SOFTWARE_FIELDS = ("driver", "cuda", "rocm")
 
-
-def software_of(s: Dict[str, Any]) -> Dict[str, Optional[str]]:
+def software_of(s: NodeSummary) -> Dict[str, Optional[str]]:
     """field -> value: the driver/runtime fields, then `framework:NAME` -> that framework's build."""
-    out: Dict[str, Optional[str]] = {f: s.get(f) for f in SOFTWARE_FIELDS}
-    for build in s.get("frameworks") or []:
+    out: Dict[str, Optional[str]] = dict(s.software())
+    for build in s.frameworks:
         name = build.split(" ", 1)[0]
         key = f"framework:{name}"
         out[key] = build if key not in out else f"{out[key]}; {build}"
@@ -58,63 +56,58 @@ def _majority(values: Counter[Optional[str]]) -> Tuple[Optional[str], int]:
     return best[0], best[1]
 
 
-def build_groups(nodes: Iterable[Tuple[str, Dict[str, Any]]]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+def build_groups(nodes: Iterable[Tuple[str, NodeSummary]]) -> Tuple[List[Group], List[Drift]]:
     """(groups, drift) from (node name, summary) pairs of the nodes that have a report."""
-    by_key: Dict[str, List[Tuple[str, Dict[str, Any]]]] = {}
+    by_key: Dict[str, List[Tuple[str, NodeSummary]]] = {}
     for name, s in nodes:
         by_key.setdefault(hardware_key(s), []).append((name, s))
-    groups: List[Dict[str, Any]] = []
-    drift: List[Dict[str, Any]] = []
+    groups: List[Group] = []
+    drift: List[Drift] = []
     for key, members in by_key.items():
         gid = "g-" + key_id(key)
         softs = [software_of(s) for _, s in members]
         fields = sorted({f for sw in softs for f in sw}, key=lambda f: (f.startswith("framework:"), f))
-        software: Dict[str, Any] = {}
-        majority: Dict[str, Optional[str]] = {}
+        software: Dict[str, SoftwareField] = {}
         for f in fields:
             counts: Counter[Optional[str]] = Counter(sw.get(f) for sw in softs)
             value, n = _majority(counts)
-            majority[f] = value
-            software[f] = {"majority": value, "nodes": n, "variants": len(counts),
-                           "contested": n * 2 <= len(members) and len(counts) > 1}
+            software[f] = SoftwareField(majority=value, nodes=n, variants=len(counts),
+                                        contested=n * 2 <= len(members) and len(counts) > 1)
         drift_nodes: List[str] = []
-        rep: Optional[Tuple[str, Dict[str, Any]]] = None
+        rep: Optional[Tuple[str, NodeSummary]] = None
         for (name, s), sw in zip(members, softs):
-            diffs = [(f, sw.get(f)) for f in fields if sw.get(f) != majority[f]]
+            diffs = [(f, sw.get(f)) for f in fields if sw.get(f) != software[f].majority]
             if not diffs:
                 rep = rep or (name, s)
                 continue
             drift_nodes.append(name)
             for f, v in diffs:
-                drift.append({"node": name, "group": gid, "field": f, "value": v,
-                              "majority": majority[f], "majority_nodes": software[f]["nodes"],
-                              "group_nodes": len(members), "contested": software[f]["contested"]})
+                drift.append(Drift(node=name, group=gid, field=f, value=v, majority=software[f].majority,
+                                   majority_nodes=software[f].nodes, group_nodes=len(members),
+                                   contested=software[f].contested))
         rep_name, rep_summary = rep or members[0]
-        groups.append({
-            "id": gid,
-            "label": hardware_label(rep_summary),
-            "hardware": {"cpu": rep_summary["cpu"], "gpus": rep_summary["gpus"]},
-            "count": len(members),
-            "nodes": [name for name, _ in members],
-            "software": software,
-            "representative": rep_name,
-            "plan": rep_summary.get("plan"),
-            "installed": _installed_findings(members),
-            "drift_nodes": drift_nodes,
-        })
-    groups.sort(key=lambda g: (-g["count"], g["label"]))
+        groups.append(Group(
+            id=gid,
+            label=hardware_label(rep_summary),
+            hardware=Hardware(cpu=rep_summary.cpu, gpus=rep_summary.gpus),
+            count=len(members),
+            nodes=tuple(name for name, _ in members),
+            software=software,
+            representative=rep_name,
+            plan=rep_summary.plan,
+            installed=_installed_findings(members),
+            drift_nodes=tuple(drift_nodes),
+        ))
+    groups.sort(key=lambda g: (-g.count, g.label))
     return groups, drift
 
 
-def _installed_findings(members: List[Tuple[str, Dict[str, Any]]]) -> List[Dict[str, Any]]:
+def _installed_findings(members: List[Tuple[str, NodeSummary]]) -> Tuple[GroupBuild, ...]:
     """Each distinct finding on an installed build (plan `installed`), with the nodes that have it."""
-    seen: Dict[Tuple[Optional[str], ...], Dict[str, Any]] = {}
+    seen: Dict[Tuple[Optional[str], ...], List[str]] = {}
     for name, s in members:
-        for item in s.get("installed") or []:
-            k = tuple(item.get(f) for f in ("package", "version", "build", "status", "message"))
-            entry = seen.get(k)
-            if entry is None:
-                entry = seen[k] = dict(item, count=0, nodes=[])
-            entry["count"] += 1
-            entry["nodes"].append(name)
-    return sorted(seen.values(), key=lambda e: (e.get("status") == "ok", -e["count"], e.get("package") or ""))
+        for i in s.installed:
+            seen.setdefault((i.package, i.version, i.build, i.status, i.message), []).append(name)
+    found = [GroupBuild(package=k[0], version=k[1], build=k[2], status=k[3], message=k[4], count=len(names),
+                        nodes=tuple(names)) for k, names in seen.items()]
+    return tuple(sorted(found, key=lambda e: (e.status == "ok", -e.count, e.package or "")))

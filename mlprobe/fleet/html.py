@@ -9,9 +9,11 @@ import math
 
 import statistics
 from html import escape
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from ..model.jsontypes import JsonObject
 from ..ui import safe
+from .model import Drift, FleetDocument, Group, PlanChoices
 
 NODE_ROWS = 200
 CONTESTED = (' <span class="badge bad" title="a tie: no value has more than half of the group">'
@@ -33,55 +35,53 @@ svg text{font:12px system-ui,sans-serif}
 """
 
 
-def _e(v: Any) -> str:
+def _e(v: object) -> str:
     """Text for the page: control characters and bidirectional controls written as visible escapes
     (U+202E in a node name would reverse what follows it), then HTML-escaped."""
     return escape(safe("" if v is None else str(v)), quote=True)
 
 
-def _plan(plan: Optional[Dict[str, Any]]) -> str:
+def _plan(plan: Optional[PlanChoices]) -> str:
     if not plan:
         return "<em>no plan</em>"
     rows = []
     for fw, c in plan.items():
         if c:
-            extra = f" <code>{_e(' '.join(f'{k}={v}' for k, v in (c.get('env') or {}).items()))}</code>" \
-                if c.get("env") else ""
-            rows.append(f"{_e(fw)}: <b>{_e(c.get('recipe'))}</b>{extra}")
+            extra = f" <code>{_e(' '.join(f'{k}={v}' for k, v in c.env.items()))}</code>" if c.env else ""
+            rows.append(f"{_e(fw)}: <b>{_e(c.recipe)}</b>{extra}")
         else:
             rows.append(f"{_e(fw)}: <em>nothing fits</em>")
     return "<br>".join(rows)
 
 
-def _software(g: Dict[str, Any]) -> str:
+def _software(g: Group) -> str:
     out = []
-    for field, s in g["software"].items():
-        if s.get("majority") is None and s.get("variants", 1) == 1:
+    for field, s in g.software.items():
+        if s.majority is None and s.variants == 1:
             continue
         name = field.replace("framework:", "")
-        mark = f' <span class="badge drift">{s["variants"] - 1} other</span>' if s.get("variants", 1) > 1 else ""
-        if s.get("contested"):
+        mark = f' <span class="badge drift">{s.variants - 1} other</span>' if s.variants > 1 else ""
+        if s.contested:
             mark += CONTESTED
 
-        head = "" if field.startswith("framework:") and s.get("majority") else f"{_e(name)}: "
-        out.append(f"{head}<code>{_e(s.get('majority') or '(none)')}</code> "
-                   f"({_e(s.get('nodes'))}/{_e(g['count'])}){mark}")
+        head = "" if field.startswith("framework:") and s.majority else f"{_e(name)}: "
+        out.append(f"{head}<code>{_e(s.majority or '(none)')}</code> "
+                   f"({_e(s.nodes)}/{_e(g.count)}){mark}")
     return "<br>".join(out) or "-"
 
 
-def speed_rows(doc: Dict[str, Any]) -> List[Tuple[str, float, float, float, int]]:
+def speed_rows(fleet: FleetDocument) -> List[Tuple[str, float, float, float, int]]:
     """(label, median, min, max, nodes) of verify images/s per device, over the nodes that carry them:
     one bar per group, framework and device."""
     acc: Dict[str, List[float]] = {}
-    group_label = {g["id"]: g["label"] for g in doc["groups"]}
-    for n in doc["nodes"]:
-        facts = n.get("facts") or {}
-        for v in facts.get("verify") or []:
-            ips = v.get("images_per_s")
-            if not isinstance(ips, (int, float)) or ips <= 0:
+    group_label = {g.id: g.label for g in fleet.groups}
+    for n in fleet.nodes:
+        for v in n.facts.verify if n.facts else ():
+            ips = v.images_per_s
+            if ips is None or ips <= 0:
                 continue
-            hw = group_label.get(n.get("group") or "", "")
-            label = f"{v.get('framework') or '?'} {v.get('device') or '?'}: {v.get('name') or ''}"
+            hw = group_label.get(n.group or "", "")
+            label = f"{v.framework or '?'} {v.device or '?'}: {v.name or ''}"
             if hw:
                 label += f" [{hw.split(';')[-1].strip()}]"
             acc.setdefault(label, []).append(float(ips))
@@ -127,73 +127,80 @@ def speed_chart(rows: List[Tuple[str, float, float, float, int]]) -> str:
     return "".join(parts)
 
 
-def render_html(doc: Dict[str, Any]) -> str:
-    s = doc["summary"]
-    src = doc.get("source") or {}
-    where = f"Ray cluster {src.get('address') or ''}" if src.get("kind") == "ray" else \
-        f"{src.get('files', s['nodes'])} report file(s)"
-    drift_by_node: Dict[str, List[Dict[str, Any]]] = {}
-    for d in doc["drift"]:
-        drift_by_node.setdefault(d["node"], []).append(d)
+def render_html(doc: JsonObject) -> str:
+    """The page of a fleet report (the JSON of `fleet merge|scan`, or a file `fleet show` read); a field
+    of the wrong shape is a ContractError (a ValueError) naming it."""
+    return fleet_page(FleetDocument.from_json(doc))
+
+
+def fleet_page(fleet: FleetDocument) -> str:
+    s = fleet.summary
+    src = fleet.source
+    where = f"Ray cluster {src.address or ''}" if src.kind == "ray" else \
+        f"{s.nodes if src.files is None else src.files} report file(s)"
+    drift_by_node: Dict[str, List[Drift]] = {}
+    for d in fleet.drift:
+        drift_by_node.setdefault(d.node, []).append(d)
     out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
            "img-src data:\">",
            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
-           f"<title>mlprobe fleet: {_e(s['nodes'])} nodes</title><style>{CSS}</style></head><body>",
-           f"<h1>mlprobe fleet</h1><p class=\"sub\" id=\"summary\">{_e(where)}: <b>{_e(s['nodes'])}</b> node(s) "
-           f"({_e(', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items())))}), "
-           f"<b>{_e(s['groups'])}</b> group(s), <b>{_e(s['drift_nodes'])}</b> node(s) drifted. "
-           f"Generated {_e(doc.get('generated_at'))} by mlprobe {_e(doc.get('mlprobe_version'))}.</p>"]
+           f"<title>mlprobe fleet: {_e(s.nodes)} nodes</title><style>{CSS}</style></head><body>",
+           f"<h1>mlprobe fleet</h1><p class=\"sub\" id=\"summary\">{_e(where)}: <b>{_e(s.nodes)}</b> node(s) "
+           f"({_e(', '.join(f'{k} {v}' for k, v in sorted(s.by_status.items())))}), "
+           f"<b>{_e(s.groups)}</b> group(s), <b>{_e(s.drift_nodes)}</b> node(s) drifted. "
+           f"Generated {_e(fleet.generated_at)} by mlprobe {_e(fleet.mlprobe_version)}.</p>"]
 
     out.append("<h2>Groups (same hardware)</h2><table id=\"groups\"><thead><tr><th>group</th><th>nodes</th>"
                "<th>hardware</th><th>software (group majority)</th><th>plan</th><th>drift</th>"
                "<th>installed builds</th></tr></thead><tbody>")
-    for g in doc["groups"]:
-        nd = len(g["drift_nodes"])
+    for g in fleet.groups:
+        nd = len(g.drift_nodes)
         drift_cell = f'<span class="badge drift">{nd} drifted</span>' if nd else '<span class="badge ok">none</span>'
         installed = "<br>".join(
-            f"{_e(i.get('package'))} {_e(i.get('version'))} {_e(i.get('build') or '')}: "
-            f"<span class=\"badge {'ok' if i.get('status') == 'ok' else 'bad'}\">{_e(i.get('status'))}</span> "
-            f"x{_e(i.get('count'))}" for i in g["installed"]) or "-"
+            f"{_e(i.package)} {_e(i.version)} {_e(i.build or '')}: "
+            f"<span class=\"badge {'ok' if i.status == 'ok' else 'bad'}\">{_e(i.status)}</span> "
+            f"x{_e(i.count)}" for i in g.installed) or "-"
         row_class = ' class="drift"' if nd else ""
-        out.append(f"<tr id=\"{_e(g['id'])}\"{row_class}><td><code>{_e(g['id'])}</code></td>"
-                   f"<td>{_e(g['count'])}</td><td>{_e(g['label'])}</td><td>{_software(g)}</td>"
-                   f"<td>{_plan(g.get('plan'))}</td><td>{drift_cell}</td><td>{installed}</td></tr>")
+        out.append(f"<tr id=\"{_e(g.id)}\"{row_class}><td><code>{_e(g.id)}</code></td>"
+                   f"<td>{_e(g.count)}</td><td>{_e(g.label)}</td><td>{_software(g)}</td>"
+                   f"<td>{_plan(g.plan)}</td><td>{drift_cell}</td><td>{installed}</td></tr>")
     out.append("</tbody></table>")
 
     out.append("<h2>Drift</h2>")
-    if doc["drift"]:
+    if fleet.drift:
         out.append("<table id=\"drift\"><thead><tr><th>node</th><th>group</th><th>what</th><th>node has</th>"
                    "<th>group majority</th></tr></thead><tbody>")
-        for d in doc["drift"]:
-            out.append(f"<tr class=\"drift\"><td>{_e(d['node'])}</td><td><code>{_e(d['group'])}</code></td>"
-                       f"<td>{_e(d['field'].replace('framework:', ''))}</td><td><code>{_e(d['value'] or '(none)')}"
-                       f"</code></td><td><code>{_e(d['majority'] or '(none)')}</code> ({_e(d['majority_nodes'])}/"
-                       f"{_e(d['group_nodes'])}){CONTESTED if d.get('contested') else ''}</td></tr>")
+        for d in fleet.drift:
+            out.append(f"<tr class=\"drift\"><td>{_e(d.node)}</td><td><code>{_e(d.group)}</code></td>"
+                       f"<td>{_e(d.field.replace('framework:', ''))}</td><td><code>{_e(d.value or '(none)')}"
+                       f"</code></td><td><code>{_e(d.majority or '(none)')}</code> ({_e(d.majority_nodes)}/"
+                       f"{_e(d.group_nodes)}){CONTESTED if d.contested else ''}</td></tr>")
         out.append("</tbody></table>")
     else:
         out.append("<p id=\"drift\">No node differs from its group's majority.</p>")
 
     out.append("<h2>Verify speed per device</h2>")
-    out.append(speed_chart(speed_rows(doc)))
+    out.append(speed_chart(speed_rows(fleet)))
 
-    nodes = doc["nodes"]
-    shown = nodes if len(nodes) <= NODE_ROWS else [n for n in nodes if n["status"] != "ok" or n["name"] in drift_by_node]
+    nodes = fleet.nodes
+    shown = nodes if len(nodes) <= NODE_ROWS else tuple(n for n in nodes
+                                                        if n.status != "ok" or n.name in drift_by_node)
     out.append(f"<h2>Nodes{'' if shown is nodes else ' that drifted or have no report'}</h2>")
     out.append("<table id=\"nodes\"><thead><tr><th>node</th><th>status</th><th>group</th><th>CPU</th><th>GPUs</th>"
                "<th>driver</th><th>error</th></tr></thead><tbody>")
     for n in shown:
-        f = n.get("facts") or {}
-        cls = "bad" if n["status"] != "ok" else ("drift" if n["name"] in drift_by_node else "")
-        badge = "ok" if n["status"] == "ok" else "bad"
-        gpus = ", ".join(str(g.get("name") or g.get("vendor") or "?") for g in f.get("gpus") or [])
+        f = n.facts
+        cls = "bad" if n.status != "ok" else ("drift" if n.name in drift_by_node else "")
+        badge = "ok" if n.status == "ok" else "bad"
+        gpus = ", ".join(str(g.name or g.vendor or "?") for g in f.gpus) if f else ""
         row_class = f' class="{cls}"' if cls else ""
-        out.append(f"<tr{row_class}><td>{_e(n['name'])}</td>"
-                   f"<td><span class=\"badge {badge}\">{_e(n['status'])}</span></td><td><code>{_e(n.get('group') or '')}"
-                   f"</code></td><td>{_e((f.get('cpu') or {}).get('model'))}</td><td>{_e(gpus)}</td>"
-                   f"<td>{_e(f.get('driver'))}</td><td>{_e(n.get('error'))}</td></tr>")
+        out.append(f"<tr{row_class}><td>{_e(n.name)}</td>"
+                   f"<td><span class=\"badge {badge}\">{_e(n.status)}</span></td><td><code>{_e(n.group or '')}"
+                   f"</code></td><td>{_e(f.cpu.model if f else None)}</td><td>{_e(gpus)}</td>"
+                   f"<td>{_e(f.driver if f else None)}</td><td>{_e(n.error)}</td></tr>")
     out.append("</tbody></table>")
-    for w in doc.get("warnings") or []:
+    for w in fleet.warnings:
         out.append(f"<p class=\"warning\">warning: {_e(w)}</p>")
     out.append("</body></html>\n")
     return "".join(out)

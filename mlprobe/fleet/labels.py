@@ -17,9 +17,13 @@ A feature file larger than 64 kB is ignored by NFD."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
+from ..model.contract import ContractError, from_json
+from ..model.facts import Facts
+from ..model.jsontypes import JsonObject, JsonValue
+from ..model.plan import Plan
 from ..ui import safe_line
 
 DEFAULT_PREFIX = "mlprobe.feature.node.kubernetes.io"
@@ -67,7 +71,7 @@ def label_problems(key: str, value: str) -> List[str]:
     return out
 
 
-def clean(text: Any, limit: int = 63) -> str:
+def clean(text: object, limit: int = 63) -> str:
     """Any text as a valid label value (or name part): other characters become '-', runs of them
     one, and the ends are trimmed to an alphanumeric. May be empty."""
     s = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(text))
@@ -80,60 +84,72 @@ def _version_key(v: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
-def labels_for(report: Dict[str, Any], prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
-    """name -> value for one node, from its report (`mlprobe report`: scan + plan)."""
-    scan_v, plan_v = report.get("scan"), report.get("plan")
-    scan: Dict[str, Any] = scan_v if isinstance(scan_v, dict) else report
-    plan: Dict[str, Any] = plan_v if isinstance(plan_v, dict) else {}
-    cpu = scan.get("cpu") or {}
-    gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
-    rt = scan.get("runtimes") or {}
-    raw: List[Tuple[str, Any]] = []
-    if cpu.get("arch"):
-        raw.append(("cpu.arch", cpu["arch"]))
-    if isinstance(cpu.get("x86_64_level"), int):
-        raw.append(("cpu.x86-64-level", cpu["x86_64_level"]))
+def labels_for(report: JsonObject, prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
+    """name -> value for one node, from its report document (`mlprobe report`: scan + plan; or a scan
+    JSON), read here into the scan's Facts and the Plan (leniently, as a report nobody checked)."""
+    scan_v = report.get("scan")
+    return node_labels(Facts.from_report(scan_v if isinstance(scan_v, dict) else report),
+                       _plan_of(report.get("plan")), prefix)
+
+
+def _plan_of(doc: JsonValue) -> Optional[Plan]:
+    """The report's plan; None for none (`{"available": false, ...}`) or one that cannot be read."""
+    if not isinstance(doc, dict) or doc.get("available") is False:
+        return None
+    try:
+        return from_json(Plan, doc, lenient=True)
+    except ContractError:
+        return None
+
+
+def node_labels(facts: Facts, plan: Optional[Plan], prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
+    """name -> value for one node, from its scan and plan."""
+    cpu = facts.cpu
+    gpus = facts.gpus
+    raw: List[Tuple[str, object]] = []
+    if cpu.arch:
+        raw.append(("cpu.arch", cpu.arch))
+    if cpu.x86_64_level is not None:
+        raw.append(("cpu.x86-64-level", cpu.x86_64_level))
     raw.append(("gpu.count", len(gpus)))
-    vendors = sorted({str(g.get("vendor") or "unknown") for g in gpus})
+    vendors = sorted({g.vendor or "unknown" for g in gpus})
     if vendors:
         raw.append(("gpu.vendor", vendors[0] if len(vendors) == 1 else "mixed"))
     for vendor in vendors:
-        mine = [g for g in gpus if str(g.get("vendor") or "unknown") == vendor]
+        mine = [g for g in gpus if (g.vendor or "unknown") == vendor]
         v = clean(vendor).lower() or "unknown"
         raw.append((f"gpu.{v}.count", len(mine)))
         # the discrete GPU's name where there is one (an APU's iGPU beside a Radeon card is not the model)
-        names = [str(g["name"]) for g in mine if g.get("name") and not g.get("integrated")] or \
-            [str(g["name"]) for g in mine if g.get("name")]
+        names = [g.name for g in mine if g.name and not g.integrated] or [g.name for g in mine if g.name]
         if names:
             raw.append((f"gpu.{v}.model", max(sorted(set(names)), key=names.count)))
-        ccs = sorted({str(g["compute_capability"]) for g in mine if g.get("compute_capability")}, key=_version_key)
+        ccs = sorted({g.compute_capability for g in mine if g.compute_capability}, key=_version_key)
         if ccs:
             # what every GPU of this vendor on the node supports: the lowest
             raw.append((f"gpu.{v}.compute-capability", ccs[0]))
-        for gfx in sorted({str(g.get("gfx_target") or g.get("runtime_gfx_target")) for g in mine
-                           if g.get("gfx_target") or g.get("runtime_gfx_target")}):
+        for gfx in sorted({t for g in mine for t in [g.gfx_target or g.runtime_gfx_target] if t}):
             raw.append((f"gpu.{v}.{clean(gfx).lower()}", "true"))
-    cuda = rt.get("cuda") or {}
-    driver = cuda.get("driver_version") or next((g.get("driver_version") for g in gpus
-                                                if g.get("vendor") == "nvidia" and g.get("driver_version")), None)
+    cuda = facts.runtimes.cuda
+    driver = (cuda.driver_version if cuda else None) or next(
+        (g.driver_version for g in gpus if g.vendor == "nvidia" and g.driver_version), None)
     if driver:
         raw.append(("cuda.driver", driver))
-        major = re.match(r"\d+", str(driver))
+        major = re.match(r"\d+", driver)
         if major:
             raw.append(("cuda.driver.major", major.group(0)))
-    if cuda.get("version"):
-        raw.append(("cuda.version", cuda["version"]))
-    rocm = rt.get("rocm") or {}
-    if rocm.get("version"):
-        raw.append(("rocm.version", rocm["version"]))
-    top = plan.get("top") or {}
-    backend_of = {r.get("recipe"): r.get("backend") for r in plan.get("recommended") or [] if isinstance(r, dict)}
-    for fw in sorted(k for k in top if isinstance(k, str)):
-        recipe = top[fw]
-        f = clean(fw).lower()
-        raw.append((f"backend.{f}", backend_of.get(recipe) or "none" if recipe else "none"))
-        if recipe:
-            raw.append((f"recipe.{f}", recipe))
+    if cuda and cuda.version:
+        raw.append(("cuda.version", cuda.version))
+    rocm = facts.runtimes.rocm
+    if rocm and rocm.version:
+        raw.append(("rocm.version", rocm.version))
+    if plan is not None:
+        backend_of = {r.recipe: r.backend for r in plan.recommended}
+        for fw in sorted(plan.top):
+            recipe = plan.top[fw]
+            f = clean(fw).lower()
+            raw.append((f"backend.{f}", backend_of.get(recipe) or "none" if recipe else "none"))
+            if recipe:
+                raw.append((f"recipe.{f}", recipe))
     raw.append(("mlprobe.version", __version__))
     out: Dict[str, str] = {}
     for name, value in raw:

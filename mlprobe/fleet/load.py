@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import StageError
 from ..scan.capture import UnreadableFile, read_regular
 from ..model import jsondoc
+from ..model.jsontypes import JsonObject
 from ..model.validate import DocumentError, check_document
 from ..ui import display_path
+from .model import NodeSummary
 from .summary import summarize
 
 # A report without --include-raw is ~20 KiB; with raw captures (8 MiB each at most) a few MiB.
@@ -29,8 +31,8 @@ class ReportFileError(Exception):
 @dataclass(frozen=True)
 class Loaded:
     path: str  # as given (display-safe)
-    summary: Dict[str, Any]
-    report: Optional[Dict[str, Any]]  # the whole report, only when asked to keep it
+    summary: NodeSummary
+    report: Optional[JsonObject]  # the whole report, only when asked to keep it
 
 
 def is_report_name(name: str) -> bool:
@@ -92,8 +94,9 @@ def expand_inputs(paths: Sequence["str | os.PathLike[str]"]) -> List[str]:
     return select_inputs(paths)[0]
 
 
-def read_report(path: str) -> Dict[str, Any]:
-    """The document in `path`, checked; ReportFileError (naming the file) for anything else."""
+def read_report(path: str) -> JsonObject:
+    """The document in `path` (a report, or a scan JSON), checked; ReportFileError (naming the file)
+    for anything else."""
     shown = display_path(path)
     try:
         data = read_regular(path, MAX_REPORT_BYTES + 1)
@@ -132,6 +135,7 @@ def read_report(path: str) -> Dict[str, Any]:
 
 
 def load_one(path: str, keep_report: bool = False) -> Loaded:
+    """The file's report, read once into its fleet summary (and kept whole on request)."""
     doc = read_report(path)
     try:
         summary = summarize(doc)

@@ -5,26 +5,31 @@ grows with the number of nodes, not with the size of their reports."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from .document import build_fleet
 from .load import iter_names, load_many, select_inputs
+from .model import FleetDocument, FleetNode, FleetSource
 
 
 def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
                   on_progress: Optional[Callable[[int, int], None]] = None,
                   now: Optional[str] = None) -> Dict[str, Any]:
+    """The fleet report of these files (and folders of them), as the JSON `fleet merge` writes (the
+    command reads its summary and warnings)."""
+    return merge_fleet(paths, keep_reports, skip_bad, on_progress, now).to_json()
+
+
+def merge_fleet(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
+                on_progress: Optional[Callable[[int, int], None]] = None,
+                now: Optional[str] = None) -> FleetDocument:
+    """The fleet report of these files (and folders of them)."""
     started = time.monotonic()
     files, notes = select_inputs(paths)
     loaded, problems = load_many(files, keep_reports=keep_reports, skip_bad=skip_bad, on_progress=on_progress)
     names = dict(iter_names([item.path for item in loaded]))
-    nodes: List[Dict[str, Any]] = []
-    for item in loaded:
-        node: Dict[str, Any] = {"name": names[item.path], "file": item.path, "status": "ok", "error": None,
-                                "group": None, "facts": item.summary}
-        if item.report is not None:
-            node["report"] = item.report
-        nodes.append(node)
+    nodes = [FleetNode(name=names[item.path], file=item.path, status="ok", facts=item.summary, report=item.report)
+             for item in loaded]
     warnings = notes + [f"left out: {p}" for p in problems]
-    source = {"kind": "merge", "files": len(files), "seconds": round(time.monotonic() - started, 3)}
+    source = FleetSource(kind="merge", files=len(files), seconds=round(time.monotonic() - started, 3))
     return build_fleet(nodes, source, warnings, now=now)

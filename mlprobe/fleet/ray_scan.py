@@ -10,17 +10,20 @@ tasks still running are cancelled (their workers killed) and reported as `timeou
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..errors import StageError, error_text
+from ..model.jsontypes import JsonObject
 from .document import build_fleet
+from .model import AgentInfo, FleetDocument, FleetNode, FleetSource, NodeSummary
 from .summary import summarize
 
 # (node name, status, seconds, detail) as each node finishes
-Event = Callable[[str, str, Optional[float], str], None]
+NodeEvent = Callable[[str, str, Optional[float], str], None]
 
 # How often the node table is read while tasks run (a killed node is noticed this fast, once the
 # cluster itself has marked it dead).
@@ -90,13 +93,33 @@ def connect(ray: Any, address: str, timeout: float = 5.0) -> None:
             ref="E904", kind="usage") from None
 
 
-def node_names(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
+class RayNode(NamedTuple):
+    """A node of the cluster, from Ray's node table (`ray.nodes()`)."""
+
+    node_id: str
+    address: Optional[str]  # the raylet's address (NodeManagerAddress)
+    port: object  # the raylet's port (NodeManagerPort), as Ray gives it
+    alive: bool
+
+
+def ray_nodes(ray: Any) -> List[RayNode]:
+    """The cluster's node table, read once here: the rows with a node id."""
+    out = []
+    for n in ray.nodes():
+        if isinstance(n, dict) and isinstance(n.get("NodeID"), str):
+            address = n.get("NodeManagerAddress")
+            out.append(RayNode(n["NodeID"], address if isinstance(address, str) else None,
+                               n.get("NodeManagerPort"), bool(n.get("Alive"))))
+    return out
+
+
+def node_names(nodes: List[RayNode]) -> Dict[str, str]:
     """node id -> a name a person recognises: its address, with the raylet's port where several
     nodes share one address (several raylets on one machine)."""
-    addrs = [str(n.get("NodeManagerAddress") or n["NodeID"][:12]) for n in nodes]
+    addrs = [n.address or n.node_id[:12] for n in nodes]
     out = {}
     for n, a in zip(nodes, addrs):
-        out[n["NodeID"]] = f"{a}:{n.get('NodeManagerPort')}" if addrs.count(a) > 1 else a
+        out[n.node_id] = f"{a}:{n.port}" if addrs.count(a) > 1 else a
     return out
 
 
@@ -137,7 +160,7 @@ def _first_line(text: str) -> str:
 
 def _alive_ids(ray: Any) -> Optional[set[str]]:
     try:
-        return {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        return {n.node_id for n in ray_nodes(ray) if n.alive}
     except Exception:  # the GCS busy for a moment: no news is not death
         return None
 
@@ -176,14 +199,22 @@ def agent_name(node_id: str) -> str:
     return f"mlprobe-agent-{__version__}-{node_id[:16]}"
 
 
-def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[Event] = None,
+def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[NodeEvent] = None,
                  now: Optional[str] = None, keep_agents_s: float = 0.0) -> Dict[str, Any]:
+    """The fleet report of one scan task per alive node of the cluster, as the JSON `fleet scan`
+    writes (the command reads each node's status)."""
+    return scan_fleet(address, timeout, verify, on_event, now, keep_agents_s).to_json()
+
+
+def scan_fleet(address: str, timeout: float, verify: bool = False, on_event: Optional[NodeEvent] = None,
+               now: Optional[str] = None, keep_agents_s: float = 0.0) -> FleetDocument:
+    """The fleet report of one scan task per alive node of the cluster."""
     with stdout_to_stderr():
         return _scan_cluster(address, timeout, verify, on_event, now, keep_agents_s)
 
 
-def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional[Event],
-                  now: Optional[str], keep_agents_s: float = 0.0) -> Dict[str, Any]:
+def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional[NodeEvent],
+                  now: Optional[str], keep_agents_s: float = 0.0) -> FleetDocument:
     ray = import_ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -192,13 +223,13 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
     started = time.monotonic()
     connect(ray, address, timeout)
     try:
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        nodes = [n for n in ray_nodes(ray) if n.alive]
         names = node_names(nodes)
         remote = ray.remote(scan_node)
         agent_cls = ray.remote(NodeAgent) if keep_agents_s > 0 else None
-        agents: Dict[str, Any] = {}
+        agents: Dict[str, Any] = {}  # node id -> its agent's actor handle
         retried: set[str] = set()
-        pending: Dict[Any, Dict[str, Any]] = {}
+        pending: Dict[Any, str] = {}  # object ref -> node id
 
         def submit_to_agent(nid: str) -> Any:
             # a detached actor, found again by name by the next scan (get_if_exists)
@@ -210,11 +241,10 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
             ).remote(keep_agents_s)
             return agents[nid].scan.remote(verify, keep_agents_s)
 
-        entries: Dict[str, Dict[str, Any]] = {}
+        entries: Dict[str, FleetNode] = {}
         for n in nodes:
-            nid = n["NodeID"]
-            entries[nid] = {"name": names[nid], "ray_node_id": nid, "address": n.get("NodeManagerAddress"),
-                            "status": "timeout", "error": None, "seconds": None, "group": None, "facts": None}
+            nid = n.node_id
+            entries[nid] = FleetNode(name=names[nid], ray_node_id=nid, address=n.address, status="timeout")
             pin = NodeAffinitySchedulingStrategy(node_id=nid, soft=False)
             if agent_cls is not None:
                 ref = submit_to_agent(nid)
@@ -223,30 +253,27 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
                     scheduling_strategy=pin, num_cpus=0, max_retries=0, retry_exceptions=False,
                     name=f"mlprobe-fleet-scan-{names[nid]}",
                 ).remote(verify)
-            pending[ref] = {"node": nid, "submitted": time.monotonic()}
+            pending[ref] = nid
 
-        def finish(nid: str, status: str, error: Optional[str], result: Optional[Dict[str, Any]]) -> None:
-            e = entries[nid]
-            e["seconds"] = round(time.monotonic() - started, 3)
-            if result is not None:
-                facts, why = accept(result)
-                if facts is None:
-                    status, error, result = "error", why, None
-                else:
-                    secs = result.get("seconds")
-                    if isinstance(secs, (int, float)) and not isinstance(secs, bool) and 0 <= secs < 1e9:
-                        e["seconds"] = secs
-                    e["report"] = result["report"]
-                    if isinstance(result.get("agent"), dict):
-                        e["agent"] = result["agent"]
-                    e["facts"] = facts
-            e["status"], e["error"] = status, error
+        def finish(nid: str, status: str, error: Optional[str], result: object = None) -> None:
+            """The node's entry, from how its task ended and, for one that answered, its answer."""
+            seconds = round(time.monotonic() - started, 3)
+            answer: Optional[NodeAnswer] = None
+            if status == "ok":
+                answer, why = accept(result)
+                if answer is None:
+                    status, error = "error", why
+            e = entries[nid] = dataclasses.replace(
+                entries[nid], status=status, error=error,
+                seconds=seconds if answer is None or answer.seconds is None else answer.seconds,
+                facts=answer.facts if answer else None, report=answer.report if answer else None,
+                agent=answer.agent if answer else None)
             if on_event is not None:
-                on_event(e["name"], status, e["seconds"], error or _where(result))
+                on_event(e.name, status, e.seconds, error or _where(answer))
 
         deadline = started + timeout
         last_poll = 0.0
-        alive: Optional[set[str]] = {n["NodeID"] for n in nodes}
+        alive: Optional[set[str]] = {n.node_id for n in nodes}
         while pending:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -256,7 +283,7 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
                 alive = _alive_ids(ray) or alive
                 last_poll = time.monotonic()
             for ref in ready:
-                nid = pending.pop(ref)["node"]
+                nid = pending.pop(ref)
                 try:
                     result = ray.get(ref)
                 except Exception as exc:
@@ -265,28 +292,27 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
                         # the kept agent ended (its idle time ran out as this scan reached it, or it
                         # was killed): once, a new one
                         retried.add(nid)
-                        pending[submit_to_agent(nid)] = {"node": nid, "submitted": time.monotonic()}
+                        pending[submit_to_agent(nid)] = nid
                         continue
                     status, error = classify(exc, node_alive)
-                    finish(nid, status, error, None)
+                    finish(nid, status, error)
                 else:
                     finish(nid, "ok", None, result)
-            for ref, info in list(pending.items()):
-                if alive is not None and info["node"] not in alive:
+            for ref, nid in list(pending.items()):
+                if alive is not None and nid not in alive:
                     pending.pop(ref)
-                    _cancel(ray, ref, agents.get(info["node"]))
-                    finish(info["node"], "lost", "the node died or left the cluster during the scan", None)
+                    _cancel(ray, ref, agents.get(nid))
+                    finish(nid, "lost", "the node died or left the cluster during the scan")
         alive = _alive_ids(ray) or alive
-        for ref, info in pending.items():
-            _cancel(ray, ref, agents.get(info["node"]))
-            if alive is not None and info["node"] not in alive:
-                finish(info["node"], "lost", "the node died or left the cluster during the scan", None)
+        for ref, nid in pending.items():
+            _cancel(ray, ref, agents.get(nid))
+            if alive is not None and nid not in alive:
+                finish(nid, "lost", "the node died or left the cluster during the scan")
             else:
-                finish(info["node"], "timeout", f"no answer within {timeout:g} s", None)
-        source: Dict[str, Any] = {"kind": "ray", "address": address, "timeout_s": timeout,
-                                  "seconds": round(time.monotonic() - started, 3)}
-        if keep_agents_s > 0:
-            source["keep_agents_s"] = keep_agents_s
+                finish(nid, "timeout", f"no answer within {timeout:g} s")
+        source = FleetSource(kind="ray", address=address, timeout_s=timeout,
+                             seconds=round(time.monotonic() - started, 3),
+                             keep_agents_s=keep_agents_s if keep_agents_s > 0 else None)
         return build_fleet(list(entries.values()), source, now=now)
     finally:
         try:
@@ -295,10 +321,21 @@ def _scan_cluster(address: str, timeout: float, verify: bool, on_event: Optional
             pass
 
 
-def accept(result: Any) -> Tuple[Optional[Dict[str, Any]], str]:
-    """(the report's fleet summary, "") for a node's answer that is a readable report, else (None,
-    why): an answer that is not the task's dict, a report of the wrong shape, numbers no document
-    holds (10**400, NaN), a summary that fails. One odd node is that node's error, never the scan's."""
+@dataclasses.dataclass(frozen=True)
+class NodeAnswer:
+    """A node's answer to its scan task (task.scan_node's dict, across the process boundary), read:
+    the summary of its report, the report itself, how long it took there, its kept agent."""
+
+    facts: NodeSummary
+    report: JsonObject
+    seconds: Optional[float]
+    agent: Optional[AgentInfo]
+
+
+def accept(result: object) -> Tuple[Optional[NodeAnswer], str]:
+    """(the answer, "") for a node's answer that is a readable report, else (None, why): an answer
+    that is not the task's dict, a report of the wrong shape, numbers no document holds (10**400,
+    NaN), a summary that fails. One odd node is that node's error, never the scan's."""
     from ..model import jsondoc
     from ..model.validate import DocumentError, check_document
 
@@ -308,20 +345,28 @@ def accept(result: Any) -> Tuple[Optional[Dict[str, Any]], str]:
     if not isinstance(report, dict):
         return None, f"the node's answer holds no report (its report is {type(report).__name__})"
     try:
-        jsondoc.check(report)
+        jsondoc.check(report)  # JSON: text keys, finite numbers, nothing but JSON values
         check_document(report, "the node's report")
-        return summarize(report), ""
+        facts = summarize(report)
     except (DocumentError, ValueError) as exc:
         return None, _first_line(f"the node's report is not one mlprobe can read: {exc}")
     except (RecursionError, TypeError, KeyError, AttributeError, OverflowError) as exc:
         return None, _first_line(f"the node's report is not one mlprobe can read "
                                  f"({type(exc).__name__}: {exc})")
+    secs = result.get("seconds")
+    agent = result.get("agent")
+    return NodeAnswer(
+        facts=facts, report=report,
+        seconds=secs if isinstance(secs, (int, float)) and not isinstance(secs, bool) and 0 <= secs < 1e9 else None,
+        agent=AgentInfo(scans=agent["scans"], pid=agent["pid"])
+        if isinstance(agent, dict) and all(isinstance(agent.get(k), int) for k in ("scans", "pid")) else None,
+    ), ""
 
 
-def _where(result: Optional[Dict[str, Any]]) -> str:
-    if not result:
+def _where(answer: Optional[NodeAnswer]) -> str:
+    if answer is None:
         return ""
-    src = ((result.get("report") or {}).get("scan") or {}).get("source") or {}
+    src = answer.facts.source or {}
     if src.get("kind") == "replay":
         return f"replay of {src.get('bundle')}" + (f" ({src['via']})" if src.get("via") else "")
     return "live"

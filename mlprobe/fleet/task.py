@@ -1,35 +1,35 @@
 """What runs on each fleet node (a Ray task, or anything else that can call a function there): the
-same report builder as `mlprobe report`, on that node's live machine or, when the node was started
-with MLPROBE_REPLAY=DIR, on that capture bundle. Imports nothing of Ray."""
+same report as `mlprobe report` (pipeline.node_report), on that node's live machine or, when the node
+was started with MLPROBE_REPLAY=DIR, on that capture bundle. Imports nothing of Ray. Its answer is the
+JSON that crosses back to the driver (ray_scan.accept reads it)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
-from typing import Any, Dict
+
+from ..model.jsontypes import JsonObject
 
 
-def scan_node(verify: bool = False) -> Dict[str, Any]:
+def scan_node(verify: bool = False) -> JsonObject:
     """The node's redacted report (scan + plan, verify on request), and how long it took."""
     started = time.monotonic()
     from .. import __version__, ui
-    from ..commands.common import host_source, make_host
-    from ..pipeline import build_report
-    from ..report.envelope import ReportOptions
+    from ..commands.common import REPLAY_ENV
+    from ..errors import StageError
+    from ..pipeline import node_report
+    from ..scan.capture import BundleError
 
     ui.set_level(ui.QUIET)  # nobody reads a worker's stderr; the report says what a note would
-    args = argparse.Namespace(replay=None)
-    host = make_host(args)
-    if host.kind == "live":
-        prefetch = getattr(host, "prefetch", None)
-        if callable(prefetch):
-            from ..scan.capture import PREFETCH
-
-            prefetch(PREFETCH)
-    doc = build_report(host, ReportOptions(verify=verify), source=host_source(host, args)).to_json()
-    return {"report": doc, "seconds": round(time.monotonic() - started, 3), "mlprobe_version": __version__,
-            "pid": os.getpid()}
+    replay = os.environ.get(REPLAY_ENV) or None
+    try:
+        report = node_report(replay, verify=verify, via=REPLAY_ENV)
+    except BundleError as exc:  # the node's error, as `mlprobe report` words it for MLPROBE_REPLAY
+        raise StageError(f"cannot replay {ui.display_path(replay or '')} (from {REPLAY_ENV})", why=str(exc),
+                         next_step=f"unset {REPLAY_ENV} on the node, or name a capture bundle there",
+                         ref="E101", kind="usage") from None
+    return {"report": report.to_json(), "seconds": round(time.monotonic() - started, 3),
+            "mlprobe_version": __version__, "pid": os.getpid()}
 
 
 class NodeAgent:
@@ -53,7 +53,7 @@ class NodeAgent:
             if not self.busy and time.monotonic() - self.last_used > self.keep_s:
                 os._exit(0)  # detached actor without restarts: its name is free again
 
-    def scan(self, verify: bool = False, keep_s: float = 0.0) -> Dict[str, Any]:
+    def scan(self, verify: bool = False, keep_s: float = 0.0) -> JsonObject:
         self.busy = True
         try:
             if keep_s > 0:

@@ -28,6 +28,7 @@ class Framework(Record):
     payload: bool  # the verify payload trains this framework itself
     import_name: str  # the module the installer's import check imports
     aliases: Tuple[str, ...] = ()
+    fleet: Tuple[str, ...] = ()  # the distributions whose build `fleet show` names in a group's software
 
 
 @contract
@@ -77,6 +78,10 @@ class Vocabulary(Record):
     def payload_frameworks(self) -> Tuple[str, ...]:
         return tuple(f.id for f in self.frameworks if f.payload)
 
+    def fleet_builds(self) -> Tuple[str, ...]:
+        """The distributions whose build `fleet show` names in a group's software column."""
+        return tuple(d for f in self.frameworks for d in f.fleet)
+
     def backend_ids(self) -> Tuple[str, ...]:
         return tuple(b.id for b in self.backends)
 
@@ -108,7 +113,7 @@ def vocabulary() -> Vocabulary:
         frameworks = tuple(
             Framework(id=str(r["id"]), title=str(r["title"]), plan=bool(r["plan"]),
                       verify=str(r["verify"]) if r.get("verify") else None, payload=bool(r["payload"]),
-                      import_name=str(r["import"]), aliases=_strs(r.get("aliases")))
+                      import_name=str(r["import"]), aliases=_strs(r.get("aliases")), fleet=_strs(r.get("fleet")))
             for r in doc["frameworks"]
         )
         backends = tuple(Backend(id=str(r["id"]), title=str(r["title"]), gpu=bool(r.get("gpu")),
