@@ -209,7 +209,9 @@ def test_verify_results_are_included_and_redacted(monkeypatch: pytest.MonkeyPatc
                   speedup_vs_best_cpu=1.0)
     fake = verify_doc(python=dict(base["python"], executable=f"{home}/venv/bin/python"), results=[result],
                       summary=[f"torch in {home}/venv works"])
-    monkeypatch.setattr(runner, "run_verify", lambda: fake)
+    from mlprobe.model.verify import VerifyResult
+
+    monkeypatch.setattr(runner, "verify", lambda: VerifyResult.from_json(fake))
     doc = build_report(LiveHost(), ReportOptions(verify=True))
     assert doc["verify"]["results"][0]["verdict"] == "works"
     assert home not in json.dumps(doc["verify"])
@@ -223,7 +225,7 @@ def test_verify_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> N
     def boom() -> Dict[str, Any]:
         raise OSError("no interpreter")
 
-    monkeypatch.setattr(runner, "run_verify", boom)
+    monkeypatch.setattr(runner, "verify", boom)
     doc = build_report(LiveHost(), ReportOptions(verify=True))
     assert doc["verify"]["available"] is False and "no interpreter" in doc["verify"]["note"]
 

@@ -19,14 +19,16 @@ def test_report_python_verifies_that_interpreter(tmp_path: Path, monkeypatch: py
 
     seen: Dict[str, Any] = {}
 
-    def fake(python: Any = None, **_k: Any) -> Dict[str, Any]:
+    def fake(python: Any = None, **_k: Any) -> Any:
         seen["python"] = python
+        from mlprobe.model.verify import VerifyResult
         from tests.report_doc import verify_doc
 
-        return verify_doc(python={"executable": python, "version": "3.11.7"}, results=[], exit_code=3,
-                          summary=["no framework is importable in this interpreter"])
+        return VerifyResult.from_json(verify_doc(python={"executable": python, "version": "3.11.7"}, results=[],
+                                                 exit_code=3, summary=["no framework is importable in this "
+                                                                       "interpreter"]))
 
-    monkeypatch.setattr(runner, "run_verify", fake)
+    monkeypatch.setattr(runner, "verify", fake)
     rc, out, err = run("report", "--python", sys.executable)
     assert rc == 0, err
     doc = json.loads(out)

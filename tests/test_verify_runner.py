@@ -20,7 +20,7 @@ import pytest
 from mlprobe.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNAVAILABLE, StageError
 from mlprobe.verify import run_verify
 from mlprobe.verify.child import run_child
-from mlprobe.verify.runner import discover, select_frameworks
+from mlprobe.verify.runner import Discovery, Found, discover, select_frameworks
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not importable in this interpreter "
@@ -91,11 +91,14 @@ def test_import_error_is_unavailable_with_the_message_and_stdout_noise_is_ignore
 
 
 def test_missing_framework_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    chosen, missing = select_frameworks("tensorflow", {"tensorflow": {"importable": False}})
-    assert chosen == [] and missing[0]["status"] == "not installed"
-    chosen, _ = select_frameworks("keras", {"plaidml": {"importable": True}, "tensorflow": {"importable": True}})
+    def found(**importable: bool) -> Discovery:
+        return Discovery(frameworks={k: Found(importable=v) for k, v in importable.items()})
+
+    chosen, missing = select_frameworks("tensorflow", found(tensorflow=False))
+    assert chosen == [] and missing[0].status == "not installed"
+    chosen, _ = select_frameworks("keras", found(plaidml=True, tensorflow=True))
     assert chosen == ["plaidml"]
-    chosen, _ = select_frameworks("keras", {"tensorflow": {"importable": True}})
+    chosen, _ = select_frameworks("keras", found(tensorflow=True))
     assert chosen == ["tensorflow"]
 
 
@@ -215,7 +218,7 @@ def test_a_crash_costs_only_its_device_and_the_rest_run_in_a_new_child(monkeypat
         return ChildResult(events=evs, returncode=0)
 
     monkeypatch.setattr(runner, "run_child", fake_child)
-    run = runner._FrameworkRun("python", "torch", {"quick": False, "timeout": 5, "stall": 5}, None)
+    run = runner._FrameworkRun("python", "torch", runner.RunOptions(quick=False, timeout=5, stall=5), None)
     todo = runner._run_torch_or_tf(run, None)
     assert todo == ["cpu", "cuda:0", "cuda:1"]
     assert set(run.done) == {"cpu", "cuda:1"}
