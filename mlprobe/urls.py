@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from .errors import LibraryError
@@ -144,6 +144,6 @@ def mask_deep(value: Any) -> Any:
     return value
 
 
-def mask_doc(doc: Dict[str, Any]) -> Dict[str, Any]:
+def mask_doc(doc: Mapping[str, Any]) -> Dict[str, Any]:
     """mask_deep for one JSON object."""
     return {mask_credentials(k): mask_deep(v) for k, v in doc.items()}

@@ -10,12 +10,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from .. import ui
 from ..errors import EXIT_FAILURE, EXIT_USAGE, MlprobeError
 from ..model import jsondoc
+from ..model.jsontypes import JsonObject
 from .common import keep_seconds, refuse_overwriting_an_input, seconds
+
+if TYPE_CHECKING:
+    from ..fleet.model import FleetDocument
 
 # A fleet report with every node's full report embedded can be large; anything beyond this is not one.
 MAX_FLEET_BYTES = 1024 * 1024 * 1024
@@ -95,27 +99,29 @@ def _check_output(path: Optional[str]) -> None:
 INDENT_NODES = 500
 
 
-def fleet_json(doc: Dict[str, Any]) -> str:
-    if len(doc["nodes"]) <= INDENT_NODES:
+def fleet_json(doc: JsonObject) -> str:
+    nodes = doc.get("nodes")
+    if isinstance(nodes, list) and len(nodes) <= INDENT_NODES:
         return jsondoc.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     return jsondoc.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _emit(doc: Dict[str, Any], args: argparse.Namespace) -> None:
+def _emit(fleet: "FleetDocument", args: argparse.Namespace) -> None:
+    doc = fleet.to_json()
     if args.output:
         ui.write_file(args.output, fleet_json(doc))
-        ui.note(f"wrote {ui.display_path(args.output)} ({doc['summary']['nodes']} nodes, "
-                f"{doc['summary']['groups']} groups); show it with: mlprobe fleet show {ui.display_path(args.output)}")
+        ui.note(f"wrote {ui.display_path(args.output)} ({fleet.summary.nodes} nodes, "
+                f"{fleet.summary.groups} groups); show it with: mlprobe fleet show {ui.display_path(args.output)}")
     if args.json:
         sys.stdout.write(fleet_json(doc))
     elif not args.output:
         from ..fleet.render import render_fleet
 
-        render_fleet(doc)
+        render_fleet(doc)  # the document's text made safe for the terminal first (ui.deep_safe)
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    from ..fleet.ray_scan import scan_cluster
+    from ..fleet.ray_scan import scan_fleet
 
     _check_output(args.output)
     address = args.address or os.environ.get("RAY_ADDRESS") or "auto"
@@ -129,15 +135,15 @@ def run_scan(args: argparse.Namespace) -> int:
             ui.debug(line)
 
     with ui.progress(f"fleet scan of {address}"):
-        doc = scan_cluster(address, args.timeout, verify=args.verify, on_event=event,
+        fleet = scan_fleet(address, args.timeout, verify=args.verify, on_event=event,
                            keep_agents_s=args.keep_agents)
-    _emit(doc, args)
-    return 0 if all(n["status"] == "ok" for n in doc["nodes"]) else EXIT_FAILURE
+    _emit(fleet, args)
+    return 0 if all(n.status == "ok" for n in fleet.nodes) else EXIT_FAILURE
 
 
 def run_merge(args: argparse.Namespace) -> int:
     from ..fleet.load import expand_inputs
-    from ..fleet.merge import merge_reports
+    from ..fleet.merge import merge_fleet
 
     _check_output(args.output)
     if args.output:
@@ -147,11 +153,11 @@ def run_merge(args: argparse.Namespace) -> int:
         ui.debug(f"read {done}/{total} reports")
 
     with ui.progress("fleet merge: reading reports"):
-        doc = merge_reports(args.files, keep_reports=args.embed_reports, skip_bad=args.skip_bad,
+        fleet = merge_fleet(args.files, keep_reports=args.embed_reports, skip_bad=args.skip_bad,
                             on_progress=progress)
-    for w in doc["warnings"]:
+    for w in fleet.warnings:
         ui.note(f"warning: {w}")
-    _emit(doc, args)
+    _emit(fleet, args)
     return 0
 
 

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
-        doc["variants"] = [to_json(v) for v in explain_variants(report, doc["recipe"], python=args.python)]
+        doc["variants"] = [to_json(v) for v in explain_variants(report, str(doc["recipe"]), python=args.python)]
         doc["target"] = plan.to_json()["target"]
         if args.json:
             print_json(mask_doc(doc))

@@ -5,8 +5,9 @@ grows with the number of nodes, not with the size of their reports."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
+from ..model.jsontypes import JsonObject
 from .document import build_fleet
 from .load import iter_names, load_many, select_inputs
 from .model import FleetDocument, FleetNode, FleetSource
@@ -14,9 +15,8 @@ from .model import FleetDocument, FleetNode, FleetSource
 
 def merge_reports(paths: Sequence[str], keep_reports: bool = False, skip_bad: bool = False,
                   on_progress: Optional[Callable[[int, int], None]] = None,
-                  now: Optional[str] = None) -> Dict[str, Any]:
-    """The fleet report of these files (and folders of them), as the JSON `fleet merge` writes (the
-    command reads its summary and warnings)."""
+                  now: Optional[str] = None) -> JsonObject:
+    """The fleet report of these files (and folders of them), as the JSON `fleet merge` writes."""
     return merge_fleet(paths, keep_reports, skip_bad, on_progress, now).to_json()
 
 

@@ -200,9 +200,9 @@ def agent_name(node_id: str) -> str:
 
 
 def scan_cluster(address: str, timeout: float, verify: bool = False, on_event: Optional[NodeEvent] = None,
-                 now: Optional[str] = None, keep_agents_s: float = 0.0) -> Dict[str, Any]:
+                 now: Optional[str] = None, keep_agents_s: float = 0.0) -> JsonObject:
     """The fleet report of one scan task per alive node of the cluster, as the JSON `fleet scan`
-    writes (the command reads each node's status)."""
+    writes."""
     return scan_fleet(address, timeout, verify, on_event, now, keep_agents_s).to_json()
 
 

@@ -9,7 +9,7 @@ maturity (preview, paused, unmaintained) and for unofficial workarounds; then ma
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from ..model.facts import Facts
 from ..model.jsontypes import JsonObject, JsonValue
@@ -154,12 +154,12 @@ def build_plan(
     )
 
 
-def why_not(plan: Plan, name: str) -> Dict[str, Any]:
-    """The `plan --why-not` document: one recipe explained, fits (and how), rejected (and why), or
-    retired (and what replaced it)."""
+def why_not(plan: Plan, name: str) -> JsonObject:
+    """The `plan --why-not` document (what `plan --why-not --json` prints): one recipe explained, fits
+    (and how), rejected (and why), or retired (and what replaced it)."""
     recipe = find_recipe(name)
     rid = recipe.id
-    out: Dict[str, Any] = {
+    out: JsonObject = {
         "recipe": rid,
         "title": recipe.title,
         "framework": recipe.framework,
