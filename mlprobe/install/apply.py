@@ -185,7 +185,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
                                      next_step=("on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH"
                                                 if no_venv_module else "pass another --venv PATH"),
-                                     ref="E509", kind="failure")
+                                     ref="E547", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
                 progress.done(f"created {env.path} (Python {info.version})")

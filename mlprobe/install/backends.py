@@ -334,7 +334,7 @@ def pip_command(target_python: str, target_has_pip: bool) -> List[str]:
         why="that interpreter has no pip, and the one running mlprobe has none new enough to drive it "
             f"(pip >= {'.'.join(map(str, PIP_MIN_FOR_PYTHON_OPTION))} has --python)",
         next_step=f"`{target_python} -m ensurepip`, or install uv",
-        ref="E539", kind="unavailable",
+        ref="E550", kind="unavailable",
     )
 
 

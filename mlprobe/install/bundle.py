@@ -67,7 +67,8 @@ class BundleTarget:
 
 
 def bundle_target(facts: Facts, where: str = "the report") -> BundleTarget:
-    """The target of a scanned machine. E535 when its scan has no Python tags."""
+    """The target of a scanned machine. E535 when its scan has no Python tags, E548 when it is for
+    another Python than CPython."""
     py = facts.python
     tags = list(py.platform_tags)
     target = target_from_report(facts) if tags else None
@@ -80,7 +81,7 @@ def bundle_target(facts: Facts, where: str = "the report") -> BundleTarget:
     impl = (py.implementation or "CPython").lower()
     if impl not in ("cpython", "cp"):
         raise StageError(f"{where} is for {py.implementation}", why="bundles are made for CPython",
-                         next_step="use a CPython interpreter on that machine", ref="E535", kind="unavailable")
+                         next_step="use a CPython interpreter on that machine", ref="E548", kind="unavailable")
     system = (facts.os.system or "").lower()
     machine = str(py.machine or facts.cpu.arch or "")
     version = str(py.version)
@@ -321,7 +322,7 @@ def _download(plan: InstallPlan, target: BundleTarget, pip_cmd: Sequence[str], e
         if not check_fits(f.name, target.tags):
             raise StageError(f"{f.name} does not fit {target.description}", why="pip downloaded a file whose tags "
                              "are not that machine's", next_step="report this with the transcript",
-                             ref="E537", kind="failure")
+                             ref="E549", kind="failure")
         name, version, _b, _t = parse_wheel_filename(f.name)
         src = by_name.get((str(name), str(version)))
         digest = locks.sha256_of(f)
