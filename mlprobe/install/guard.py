@@ -19,8 +19,8 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 from ..errors import StageError
