@@ -12,6 +12,15 @@ def build_report(*args: Any, **kwargs: Any) -> Dict[str, Any]:
     return build_envelope(*args, **kwargs).to_json()
 
 
+def markdown(doc: Dict[str, Any], **kwargs: Any) -> str:
+    """The Markdown report of a report document, read into the typed envelope the way `mlprobe report`
+    holds it."""
+    from mlprobe.model.report import ReportEnvelope
+    from mlprobe.report.markdown import render_markdown
+
+    return render_markdown(ReportEnvelope.from_json(doc), **kwargs)
+
+
 def verify_doc(**changes: Any) -> Dict[str, Any]:
     """A real verify result (torch 2.13 on a CPU, fixtures/) with these top-level fields changed:
     what a test hands the report in place of running verify."""

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -90,7 +90,8 @@ def test_lock_toml_reads_back_through_tomllib_and_packaging() -> None:
     from packaging.pylock import Pylock
 
     again = Pylock.from_dict(doc)
-    assert again == lock and locks.recommendation_of(again) == json.loads(tricky)
+    rec = locks.recommendation_of(again)
+    assert again == lock and rec is not None and rec.title == json.loads(tricky)["title"]
     assert all(w.hashes["sha256"] for p in again.packages for w in p.wheels)
 
 
@@ -166,6 +167,36 @@ def test_a_report_without_python_tags_is_refused(tmp_path: Path) -> None:
     r = _bundle(["--replay", str(NO_TAGS), "--framework", "torch", "-o", str(tmp_path / "out")], tmp_path)
     assert r.returncode == 2 and "E535" in r.stderr and "no Python tags" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and _left(tmp_path) == []
+
+
+def test_a_report_for_another_python_than_cpython_is_its_own_fault() -> None:
+    """No Python tags is a usage error (E535: make the report there); a PyPy machine is one no bundle is
+    made for (E548: nothing usable), each with its own reference."""
+    from mlprobe.errors import StageError
+    from mlprobe.model.facts import Facts, OsFacts, PythonFacts
+
+    def facts(implementation: str, tags: Tuple[str, ...]) -> Facts:
+        return Facts(os=OsFacts(system="Linux", glibc="2.39"),
+                     python=PythonFacts(version="3.11.9", implementation=implementation, platform_tags=tags,
+                                        machine="x86_64"))
+
+    assert bundle_target(facts("CPython", ("cp311-cp311-manylinux_2_39_x86_64",))).major_minor == "3.11"
+    for implementation, tags, ref, kind in (("PyPy", ("pp311-pypy311_pp73-manylinux_2_39_x86_64",), "E548",
+                                             "unavailable"), ("CPython", (), "E535", "usage")):
+        with pytest.raises(StageError) as e:
+            bundle_target(facts(implementation, tags))
+        assert (e.value.ref, e.value.kind) == (ref, kind)
+
+
+def test_no_pip_to_drive_the_target_is_its_own_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.errors import StageError
+    from mlprobe.install import backends
+
+    monkeypatch.setattr(backends, "_pip_version_tuple", lambda: (21, 0))
+    assert backends.pip_command("/some/python", True) == ["/some/python", "-m", "pip"]
+    with pytest.raises(StageError) as e:
+        backends.pip_command("/some/python", False)
+    assert (e.value.ref, e.value.kind) == ("E550", "unavailable") and "ensurepip" in (e.value.next_step or "")
 
 
 def test_no_wheel_for_that_machine_names_the_package_and_tags_and_leaves_nothing(tmp_path: Path) -> None:

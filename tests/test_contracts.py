@@ -186,14 +186,19 @@ def test_the_published_report_schema_matches_the_types_field_by_field() -> None:
 def test_install_result_is_frozen_and_writes_plain_json(tmp_path: Path) -> None:
     from mlprobe.install.apply import ApplyResult
 
+    from mlprobe.model.verify import VerifyResult
+    from tests.report_doc import verify_doc
+
+    verified = VerifyResult.from_json(verify_doc())
     res = ApplyResult(path=tmp_path, python=str(tmp_path / "bin" / "python"), installed=("torch==2.13.0+cpu",),
                       activate_scripts=(str(tmp_path / "bin" / "activate"),), log=None, import_ok=True,
-                      verify={"exit_code": 0, "summary": ["ok"]}, seconds=12.345)
+                      verify=verified, seconds=12.345)
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.seconds = 1.0  # type: ignore[misc]
     doc = res.to_dict()
     assert json.loads(json.dumps(doc)) == doc
     assert doc["installed"] == ["torch==2.13.0+cpu"] and doc["seconds"] == 12.3 and doc["path"] == str(tmp_path)
+    assert doc["verify"] == verified.to_json()
 
 
 def test_contract_equality_hash_and_repr_follow_the_fields() -> None:

@@ -12,7 +12,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mlprobe.cli import main
 from mlprobe.scan.host import ReplayHost
 from mlprobe.pipeline import diff_side as load_side
-from mlprobe.report.diff import DiffInputError, Side, diff_document, diff_sides, render_table
+from mlprobe.model.facts import CpuFacts, Facts, FrameworkFacts, GpuFacts, OsFacts, PythonFacts
+from mlprobe.model.plan import Plan, PlanTarget, Recommendation
+from mlprobe.report import diff
+from mlprobe.report.diff import (DiffInputError, Difference, Side, diff_document, diff_sides, read_side,
+                                 render_table)
 from tests.report_doc import build_report
 from mlprobe.report.envelope import ReportOptions
 from mlprobe.scan.run import facts_to_report, scan
@@ -112,25 +116,41 @@ def test_scan_json_and_frameworks(tmp_path: Path) -> None:
     assert d["os:distro"] == ("Ubuntu 22.04.4 LTS", "Ubuntu 24.04 LTS")
 
 
+def _plan(top: str, title: str) -> Plan:
+    return Plan(plan_version=1, framework="any", target=PlanTarget(None, None, None, None, None),
+                top={"torch": top}, recommended=(Recommendation(recipe=top, title=title),), rejected=(),
+                retired=(), installed=(), warnings=())
+
+
 def test_plan_top_picks_are_compared() -> None:
-    scan_doc: Dict[str, Any] = {"os": {}, "cpu": {}, "gpus": []}
-    a = Side(
-        "a",
-        scan_doc,
-        {"top": {"torch": "torch-cuda"}, "recommended": [{"recipe": "torch-cuda", "title": "T"}]},
-        "report",
-    )
-    b = Side(
-        "b",
-        scan_doc,
-        {"top": {"torch": "torch-cpu"}, "recommended": [{"recipe": "torch-cpu", "title": "C"}]},
-        "report",
-    )
+    a = Side("a", Facts(), _plan("torch-cuda", "T"), "report")
+    b = Side("b", Facts(), _plan("torch-cpu", "C"), "report")
     d = as_dict(diff_sides(a, b))
     assert d == {"plan:top pick for torch": ("T [torch-cuda]", "C [torch-cpu]")}
     doc = diff_document(a, b, diff_sides(a, b))
     assert doc["same"] is False and doc["plan_compared"] is True
     assert "top pick for torch" in render_table(a, b, diff_sides(a, b))
+
+
+def test_a_report_plan_that_is_no_plan_is_not_compared() -> None:
+    """A report's plan is read once, leniently: `{"available": false}` or a plan missing its required
+    fields is no plan (the table says the top picks were not compared), never an error."""
+    plan = _plan("torch-cuda", "T").to_json()
+    for bad in ({"available": False, "note": "the planner failed"}, {"top": {"torch": "x"}}, [1], None):
+        side = read_side("a", {"os": {}}, bad, "report")
+        assert side.plan is None
+    side = read_side("a", {"os": {}}, dict(plan, warnings=["kept", 5]), "report")  # an item of the wrong type: left out
+    assert side.plan is not None and side.plan.top == {"torch": "torch-cuda"} and side.plan.warnings == ("kept",)
+    other = read_side("b", {"os": {}}, None, "report")
+    assert "plan top picks not compared: no plan for b" in render_table(side, other, [Difference("os", "x", 1, 2)])
+
+
+def test_compared_fields_are_fields_of_the_facts() -> None:
+    for names, record in ((diff.OS_FIELDS, OsFacts), (diff.CPU_FIELDS, CpuFacts), (diff.GPU_FIELDS, GpuFacts),
+                          (diff.PYTHON_FIELDS, PythonFacts)):
+        known = set(record.__dataclass_fields__)
+        assert set(names) <= known, (record.__name__, set(names) - known)
+    assert set(FrameworkFacts.__dataclass_fields__) >= {"name", "version", "flavour"}
 
 
 def test_an_embedded_bundle_without_scan_is_replayed(tmp_path: Path) -> None:
@@ -141,7 +161,7 @@ def test_an_embedded_bundle_without_scan_is_replayed(tmp_path: Path) -> None:
     p = tmp_path / "bundle-only.json"
     p.write_text(json.dumps(doc), encoding="utf-8")
     side = load_side(str(p))
-    assert side.kind == "bundle" and side.scan["gpus"][0]["name"] == "Tesla T4"
+    assert side.kind == "bundle" and side.scan.gpus[0].name == "Tesla T4"
 
 
 def test_bad_inputs_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,8 +192,8 @@ json_values = st.recursive(
     plan=json_values,
 )
 def test_any_json_shape_diffs_without_crashing(a: Dict[str, Any], b: Dict[str, Any], plan: Any) -> None:
-    sa = Side("a", a, plan if isinstance(plan, dict) else None, "scan")
-    sb = Side("b", b, None, "scan")
+    sa = read_side("a", a, plan, "scan")
+    sb = read_side("b", b, None, "scan")
     diffs = diff_sides(sa, sb)
     json.dumps(diff_document(sa, sb, diffs))
     render_table(sa, sb, diffs)

@@ -122,7 +122,8 @@ def test_the_lock_lists_the_installed_wheel_with_its_hash(home: Path, venv: Path
     wheel = home / "labelled" / "demo-1.0+cpu-py3-none-any.whl"
     assert (pkg.name, str(pkg.version)) == ("demo", "1.0+cpu")
     assert pkg.wheels[0].hashes["sha256"] == locks.sha256_of(wheel)
-    assert locks.recommendation_of(lock)["env"] == {"DEMO_MODE": "fast"}
+    rec = locks.recommendation_of(lock)
+    assert rec is not None and rec.env == {"DEMO_MODE": "fast"}
 
 
 def test_from_lock_refuses_a_file_that_does_not_match_its_hash(home: Path, venv: Path) -> None:

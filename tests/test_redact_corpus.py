@@ -16,9 +16,8 @@ from xml.sax.saxutils import escape as xml_escape
 import pytest
 
 from mlprobe.scan.host import ReplayHost
-from tests.report_doc import build_report
+from tests.report_doc import build_report, markdown
 from mlprobe.report.envelope import ReportOptions
-from mlprobe.report.markdown import render_markdown
 
 from .conftest import FIXTURES
 
@@ -257,7 +256,7 @@ def test_the_corpus_is_big_enough() -> None:
 def test_no_planted_value_survives(tmp_path: Path, kind: str) -> None:
     b = plant(tmp_path, kind)
     doc = build_report(ReplayHost(b), ReportOptions(include_raw=True))
-    outputs = {"json": json.dumps(doc, ensure_ascii=False), "markdown": render_markdown(doc)}
+    outputs = {"json": json.dumps(doc, ensure_ascii=False), "markdown": markdown(doc)}
     raw = doc["capture_bundle"]["files"]
     assert raw, "the report embeds no captures"
     leaks = []
@@ -285,7 +284,7 @@ def test_the_same_value_gets_the_same_placeholder_everywhere(tmp_path: Path) -> 
     assert env_ph.startswith("<secret-")
     assert f"started worker with {env_ph} as" in doc["capture_bundle"]["files"]["nvidia-smi.txt"]["text"]
     # the Markdown rendering of the same report: no token, and the same placeholder in both places
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert token not in md
     assert f"started worker with {env_ph} as" in md  # the raw capture
     assert md.count(env_ph) >= 2  # and the environment's value, wherever the Markdown shows it

@@ -18,9 +18,8 @@ import pytest
 from mlprobe import __version__
 from mlprobe.cli import main
 from mlprobe.scan.host import LiveHost, ReplayHost
-from tests.report_doc import build_report, verify_doc
+from tests.report_doc import build_report, markdown, verify_doc
 from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, collect_bundle, report_schema
-from mlprobe.report.markdown import render_markdown
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES, fixture_dirs
@@ -115,7 +114,7 @@ def test_planted_secrets_appear_in_no_output_format(folder: Path, tmp_path: Path
         )
         outputs[f"json raw={raw}"] = json.dumps(doc, ensure_ascii=False)
         outputs[f"json-ascii raw={raw}"] = json.dumps(doc)
-        outputs[f"markdown raw={raw}"] = render_markdown(doc)
+        outputs[f"markdown raw={raw}"] = markdown(doc)
         if raw:
             outputs["replayed scan"] = json.dumps(replay_report(report_file(doc, tmp_path)))
     for label, text in outputs.items():
@@ -159,7 +158,7 @@ def test_no_redact_keeps_everything_and_says_so(tmp_path: Path) -> None:
     for key in FACT_KEYS:
         assert replayed[key] == original[key], key
     assert replayed["gpus"][0]["uuid"] == "GPU-5b3e9a71-c2d4-4f8e-9a6b-1d7c3e5f2a90"
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert "NOT redacted" in md
 
 
@@ -186,7 +185,7 @@ def test_plan_failure_degrades_to_a_note(monkeypatch: pytest.MonkeyPatch) -> Non
     doc = build_report(ReplayHost(FIXTURES / "linux-nvidia-rtx3060-smi-xml"))
     assert doc["plan"]["available"] is False and "planner exploded" in doc["plan"]["note"]
     assert any("planner exploded" in n for n in doc["notes"])
-    assert "planner exploded" in render_markdown(doc)
+    assert "planner exploded" in markdown(doc)
 
 
 def test_plan_is_made_from_the_scan_and_redacted() -> None:
@@ -215,7 +214,7 @@ def test_verify_results_are_included_and_redacted(monkeypatch: pytest.MonkeyPatc
     doc = build_report(LiveHost(), ReportOptions(verify=True))
     assert doc["verify"]["results"][0]["verdict"] == "works"
     assert home not in json.dumps(doc["verify"])
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert "torch on cpu: **works**" in md
 
 
@@ -280,10 +279,10 @@ def live_outputs() -> Dict[str, str]:
     plain = build_report(host, ReportOptions(), source={"kind": "live"})
     return {
         "json": json.dumps(doc, ensure_ascii=False),
-        "markdown": render_markdown(doc),
+        "markdown": markdown(doc),
         "json-ascii": json.dumps(doc),
         "json without raw": json.dumps(plain, ensure_ascii=False),
-        "markdown without raw": render_markdown(plain),
+        "markdown without raw": markdown(plain),
     }
 
 

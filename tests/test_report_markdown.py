@@ -15,9 +15,10 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from mlprobe.scan.host import ReplayHost
-from tests.report_doc import build_report
+from tests.report_doc import build_report, markdown
 from mlprobe.report.envelope import ReportOptions
-from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks, render_markdown
+from mlprobe.model.plan import Plan, PlanTarget, Recommendation
+from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks
 
 from .conftest import FIXTURES
 
@@ -60,7 +61,7 @@ def nvidia_doc() -> Dict[str, Any]:
 
 
 def test_markdown_parses_with_summary_table_first(nvidia_doc: Dict[str, Any]) -> None:
-    md = render_markdown(nvidia_doc)
+    md = markdown(nvidia_doc)
     tokens = parse(md)
     kinds = [t.type for t in tokens]
     assert kinds.index("table_open") < kinds.index("html_block") < kinds.index("fence")
@@ -78,7 +79,7 @@ def test_details_hold_the_json_and_the_raw_captures() -> None:
     doc = build_report(
         ReplayHost(FIXTURES / "synthetic-linux-wsl2-amd-secrets"), ReportOptions(include_raw=True)
     )
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert comment_size(md) <= GITHUB_COMMENT_LIMIT and "Trimmed" not in md
     fences = [t for t in parse(md) if t.type == "fence"]
     json_fences = [t for t in fences if t.info == "json"]
@@ -93,13 +94,13 @@ def test_details_hold_the_json_and_the_raw_captures() -> None:
 def test_a_bundle_over_the_limit_is_trimmed(nvidia_doc: Dict[str, Any]) -> None:
     size = sum(len(e["text"]) for e in nvidia_doc["capture_bundle"]["files"].values())
     assert size > GITHUB_COMMENT_LIMIT
-    md = render_markdown(nvidia_doc)
+    md = markdown(nvidia_doc)
     assert comment_size(md) <= GITHUB_COMMENT_LIMIT and "Trimmed" in md and details_balanced(md)
 
 
 def test_amd_summary_shows_gfx_targets() -> None:
     doc = build_report(ReplayHost(FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo"))
-    rows = table_rows(parse(render_markdown(doc)))
+    rows = table_rows(parse(markdown(doc)))
     gpu = next(v for k, v in rows.items() if k.startswith("GPU"))
     assert "gfx1031 (runs as gfx1030)" in gpu
     assert any("HSA_OVERRIDE_GFX_VERSION" in v for k, v in rows.items() if k == "Warning")
@@ -108,16 +109,17 @@ def test_amd_summary_shows_gfx_targets() -> None:
 def test_placeholders_show_in_table_cells() -> None:
     doc = {
         "report_version": 1,
+        "kind": "mlprobe-report",
         "mlprobe_version": "0",
         "generated_at": "now",
-        "redactions": {"enabled": True},
+        "redactions": {"enabled": True, "note": ""},
         "scan": {"os": {"distro": "X"}, "cpu": {}, "gpus": [{"vendor": "amd", "name": "<host-1> GPU | x"}]},
-        "plan": {},
+        "plan": {"available": False, "note": "no plan"},
     }
-    tokens = parse(render_markdown(doc))
+    tokens = parse(markdown(doc))
     rows = table_rows(tokens)
     assert "GPU" in rows
-    html = MD.render(render_markdown(doc))
+    html = MD.render(markdown(doc))
     assert "&lt;host-1&gt; GPU | x" in html
 
 
@@ -143,7 +145,7 @@ def test_a_two_megabyte_capture_still_fits_one_comment(tmp_path: Path) -> None:
     (bundle / "proc-cpuinfo.txt").write_text(_huge_cpuinfo(2 * 1024 * 1024), encoding="utf-8")
     assert (bundle / "proc-cpuinfo.txt").stat().st_size >= 2 * 1024 * 1024
     doc = build_report(ReplayHost(bundle), ReportOptions(include_raw=True))
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert comment_size(md) < GITHUB_COMMENT_LIMIT
     tokens = parse(md)
     assert "NVIDIA GeForce RTX 2080 SUPER" in table_rows(tokens)["GPU"]
@@ -173,7 +175,7 @@ def test_several_huge_captures_and_a_huge_scan_still_fit(tmp_path: Path) -> None
     )
     doc = build_report(ReplayHost(bundle), ReportOptions(include_raw=True))
     doc["scan"]["warnings"] = [f"warning {i} " + "x" * 200 for i in range(400)]  # a very long scan section
-    md = render_markdown(doc)
+    md = markdown(doc)
     assert comment_size(md) < GITHUB_COMMENT_LIMIT
     assert details_balanced(md) and "Trimmed" in md
     rows = table_rows(parse(md))
@@ -185,26 +187,28 @@ def test_a_tiny_limit_keeps_the_summary() -> None:
     doc = build_report(
         ReplayHost(FIXTURES / "synthetic-linux-nvidia-secrets"), ReportOptions(include_raw=True)
     )
-    md = render_markdown(doc, limit=4000)
+    md = markdown(doc, limit=4000)
     assert comment_size(md) <= 4000
     assert "| **GPU** |" in md and "Trimmed" in md
 
 
+def _plan(top: Dict[str, Any], *recommended: Recommendation) -> Plan:
+    return Plan(plan_version=1, framework="any", target=PlanTarget(None, None, None, None, None), top=top,
+                recommended=recommended, rejected=(), retired=(), installed=(), warnings=())
+
+
 def test_plan_picks_reads_the_plan() -> None:
-    plan = {
-        "top": {"torch": "torch-cuda", "tensorflow": None},
-        "recommended": [
-            {"recipe": "torch-cuda", "title": "PyTorch with CUDA", "version": "2.9", "index": "cu128"}
-        ],
-    }
+    plan = _plan({"torch": "torch-cuda", "tensorflow": None},
+                 Recommendation(recipe="torch-cuda", title="PyTorch with CUDA", version="2.9", index="cu128"))
     assert plan_picks(plan) == [
         ("torch", "PyTorch with CUDA [torch-cuda], 2.9, index cu128"),
         ("tensorflow", "nothing fits (see the plan's rejected recipes)"),
     ]
-    assert plan_picks({"available": False, "note": "x"}) == []
-    assert plan_picks(
-        {"recommended": [{"framework": "torch", "title": "T"}, {"framework": "torch", "title": "U"}]}
-    ) == [("torch", "T")]
+    assert plan_picks(None) == []
+    assert plan_picks(_plan({"jax": "jax-tpu"})) == [("jax", "jax-tpu [jax-tpu]")]  # not among `recommended`
+    # without `top`: the first (best) recommendation of each framework
+    assert plan_picks(_plan({}, Recommendation(recipe="t", title="T", framework="torch"),
+                            Recommendation(recipe="u", title="U", framework="torch"))) == [("torch", "t")]
 
 
 # -- hostile content -------------------------------------------------------------------------------
@@ -243,15 +247,16 @@ def test_hostile_content_renders_parses_and_fits(raw: Dict[str, Any], name: str,
     files = {n: {"text": text * (1 + reps // max(1, len(text) or 1))} for n, (text, reps) in raw.items()}
     doc = {
         "report_version": 1,
+        "kind": "mlprobe-report",
         "mlprobe_version": "0",
         "generated_at": "2026-01-01T00:00:00Z",
-        "redactions": {"enabled": True, "kinds": {}},
+        "redactions": {"enabled": True, "note": "", "kinds": {}},
         "scan": {"os": {"distro": name}, "cpu": {"model": name}, "gpus": [{"vendor": "amd", "name": name}]},
         "plan": {"available": False, "note": name},
         "capture_bundle": {"redacted": True, "files": files},
         "notes": [name],
     }
-    md = render_markdown(doc, limit=limit)
+    md = markdown(doc, limit=limit)
     assert comment_size(md) <= limit
     tokens = parse(md)
     # every raw capture shown is shown verbatim (whole, or as a prefix with the trim marker)
@@ -304,7 +309,7 @@ def _links_and_images(tokens: List[Token]) -> List[str]:
 def test_markdown_in_values_is_text_not_markup() -> None:
     """A fact like `![x](https://…)` would be an image that loads (and reports the machine) when the
     ticket is viewed; a link would point anywhere. In the report they are text."""
-    md = render_markdown(_hostile_doc())
+    md = markdown(_hostile_doc())
     head = md.split("<details>", 1)[0]  # the summary and notes (the JSON details are in fences)
     gfm = MarkdownIt("commonmark").enable(["table", "strikethrough"])
     tokens = gfm.parse(head)

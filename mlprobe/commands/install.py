@@ -250,16 +250,16 @@ def _recover_all(args: argparse.Namespace) -> int:
         wanted = journal_path(str(Path(args.venv).expanduser().absolute()))
     done = []
     problems = []
-    for doc in list(all_journals()):
-        if wanted and Path(doc["path"]) != wanted:
+    for journal in list(all_journals()):
+        if wanted and journal.path != wanted:
             continue
-        if doc.get("broken"):  # the same refusal an --apply into that target gives
-            problems.append(unreadable_journal(Path(doc["path"]), str(doc.get("why"))))
+        if journal.broken:  # the same refusal an --apply into that target gives
+            problems.append(unreadable_journal(journal.path, journal.broken))
             continue
-        target = str(doc["target"])
+        target = journal.target
         try:  # by the journal's own key: the path may lead elsewhere by now (a symlink re-pointed)
-            with TargetLock(target, key=Path(doc["path"]).name.split(".")[0]):
-                what = recover(target, journal=Path(doc["path"]))
+            with TargetLock(target, key=journal.path.name.split(".")[0]):
+                what = recover(target, journal=journal.path)
         except StageError as exc:
             problems.append(exc)
             continue
@@ -377,5 +377,5 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
     else:
         out.render_applied(pre, result)
     if result.verify is not None:
-        return int(result.verify.get("exit_code") or 0)
+        return result.verify.exit_code
     return EXIT_OK

@@ -17,17 +17,17 @@ def recommendation_from_lock(path: Path) -> "Recommendation":
     """The recommendation a lock written by mlprobe carries; for another tool's lock, a plain one
     (its packages, no env vars, files or verify)."""
     from ..install.lock import read_lock, recommendation_of
-    from ..install.steps import recommendation_from_file
+    from ..model.plan import Recommendation
 
     lock = read_lock(Path(path).expanduser())
-    doc = recommendation_of(lock)
-    if doc is None:
-        names = [str(p.name) for p in lock.packages]
-        if not names:
-            raise StageError(f"the lock {path} lists no packages", ref="E532", kind="usage",
-                             next_step="pass a lock with packages")
-        doc = {"recipe": "pylock", "title": f"the packages of {Path(path).name}", "packages": names}
-    return recommendation_from_file(doc)
+    rec = recommendation_of(lock)
+    if rec is not None:
+        return rec
+    names = tuple(str(p.name) for p in lock.packages)
+    if not names:
+        raise StageError(f"the lock {path} lists no packages", ref="E532", kind="usage",
+                         next_step="pass a lock with packages")
+    return Recommendation(recipe="pylock", title=f"the packages of {Path(path).name}", packages=names)
 
 
 def unpin_command(args: argparse.Namespace) -> int:

@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):
-        doc = build_report(host, options, source=host_source(host, args)).to_json()
-    text = render_markdown(doc) if fmt == "markdown" else \
-        ui.json_safe(jsondoc.dumps(doc, indent=2, ensure_ascii=False)) + "\n"
+        report = build_report(host, options, source=host_source(host, args))
+    text = render_markdown(report) if fmt == "markdown" else \
+        ui.json_safe(jsondoc.dumps(report.to_json(), indent=2, ensure_ascii=False)) + "\n"
     if args.no_redact:
         print(
             "WARNING: this report is NOT redacted (--no-redact): it may hold host and user names, "
@@ -109,12 +109,11 @@ def run(args: argparse.Namespace) -> int:
             ui.write_file(args.output, text)
         except OSError as exc:
             raise _output_error(Path(args.output), exc.strerror or str(exc)) from None
-        red = doc.get("redactions") or {}
-        kinds = red.get("kinds") or {}
-        what = ", ".join(f"{k} x{v['occurrences']}" for k, v in kinds.items()) or "nothing found to redact"
+        red = report.redactions
+        what = ", ".join(f"{k} x{v.occurrences}" for k, v in (red.kinds or {}).items()) or "nothing found to redact"
         ui.note(
             f"wrote {ui.display_path(args.output)} ({fmt}; "
-            + (f"redacted: {what}" if red.get("enabled") else "NOT redacted")
+            + (f"redacted: {what}" if red.enabled else "NOT redacted")
             + ")"
         )
         if args.include_raw and fmt == "json":

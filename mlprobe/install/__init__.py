@@ -3,7 +3,8 @@ and (with --apply) carried out transactionally in a virtual environment.
 
 Modules, in the order the command uses them:
   steps.py        recommendation -> InstallPlan (packages, sources, env vars, files, shims, steps)
-  venv.py         interpreters: find python X.Y, inspect one, create/reuse a venv, PEP 668 refusal
+  venv.py         interpreters: find python X.Y, inspect one (and list its distributions),
+                  create/reuse a venv, PEP 668 refusal
   index.py        does an index answer, and serve a wheel this interpreter can install (PEP 691/503)
   resolve.py      `pip install --dry-run --report -`: what would land, versions, sizes; pip errors
   backends.py     pip and uv command lines, and where packages come from (Sources)

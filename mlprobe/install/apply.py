@@ -16,9 +16,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import StageError
+from ..model.jsontypes import JsonObject
+from ..model.verify import VerifyResult
 from ..urls import mask_credentials, mask_doc
 from . import activate, keep
 from .backends import Backend, choose_backend, needs_pip, pip_command
@@ -49,7 +51,7 @@ class ApplyResult:
     activate_scripts: Tuple[str, ...]
     log: Optional[Path]
     import_ok: bool
-    verify: Optional[Mapping[str, Any]] = None
+    verify: Optional[VerifyResult] = None
     verify_error: Optional[str] = None
     seconds: float = 0.0
     device_note: Optional[str] = None  # kept although the framework does not list the device
@@ -59,14 +61,16 @@ class ApplyResult:
     lock_error: Optional[str] = None
     remarks: Tuple[str, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
-        return mask_doc({"path": str(self.path) if self.path else None, "python": self.python,
-                "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
-                "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
-                "verify": dict(self.verify) if self.verify is not None else None, "verify_error": self.verify_error,
-                "seconds": round(self.seconds, 1), "device_note": self.device_note,
-                "pins": list(self.pins), "pins_file": self.pins_file, "lock": self.lock,
-                "lock_error": self.lock_error, "remarks": list(self.remarks)})
+    def to_dict(self) -> JsonObject:
+        doc: JsonObject = {
+            "path": str(self.path) if self.path else None, "python": self.python,
+            "installed": list(self.installed), "activate_scripts": list(self.activate_scripts),
+            "log": str(self.log) if self.log else None, "import_ok": self.import_ok,
+            "verify": self.verify.to_json() if self.verify is not None else None, "verify_error": self.verify_error,
+            "seconds": round(self.seconds, 1), "device_note": self.device_note,
+            "pins": list(self.pins), "pins_file": self.pins_file, "lock": self.lock,
+            "lock_error": self.lock_error, "remarks": list(self.remarks)}
+        return mask_doc(doc)
 
 
 def default_log_path(recipe: str, command: str = "install") -> Path:
@@ -181,7 +185,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
                                      next_step=("on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH"
                                                 if no_venv_module else "pass another --venv PATH"),
-                                     ref="E509", kind="failure")
+                                     ref="E547", kind="failure")
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
                 progress.done(f"created {env.path} (Python {info.version})")
@@ -259,17 +263,17 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     dists = pre.resolution.dists if pre.resolution else []
     lock_path, lock_error = _write_lock(plan, env, python, backend, [d.name for d in dists], log_path, transcript,
                                         progress)
-    verify_doc: Optional[Dict[str, Any]] = None
+    verified: Optional[VerifyResult] = None
     verify_error: Optional[str] = None
     if opts.verify:
         assert info is not None
-        verify_doc, verify_error = _verify(plan, python, transcript, progress,
+        verified, verify_error = _verify(plan, python, transcript, progress,
                                            _env_after_activate(plan, env, info))
     transcript.close()
     return ApplyResult(path=env.path if env.mode != "system" else None, python=python,
                        installed=tuple(f"{d.name}=={d.version}" for d in dists),
                        activate_scripts=tuple(scripts_written), log=log_path, import_ok=import_ok,
-                       verify=verify_doc, verify_error=verify_error,
+                       verify=verified, verify_error=verify_error,
                        seconds=time.perf_counter() - started,
                        pins=tuple(p.requirement for p in pinset.pins) if pinset else (),
                        pins_file=str(pinset.file) if pinset else None, lock=lock_path, lock_error=lock_error,
@@ -457,25 +461,25 @@ def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcrip
 
 
 def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Progress,
-            env: Dict[str, str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+            env: Dict[str, str]) -> Tuple[Optional[VerifyResult], Optional[str]]:
     """(verify's result, None), or (None, why verify gave none)."""
     fw = _verify_framework(plan)
     if not fw:
         return None, f"no verify for framework {plan.framework or '?'}"
     try:
-        from ..verify.runner import run_verify
+        from ..verify.runner import verify
     except ImportError as exc:
         return None, f"verify is not available in this mlprobe ({exc})"
     progress.step(f"verifying {fw} in {python}")
 
-    def on_event(ev: Dict[str, Any]) -> None:
-        kind = ev.get("event")
-        if kind in ("stage", "device_done", "discover"):
+    def on_event(ev: JsonObject) -> None:
+        """A progress event of a verify child (its JSON line, with the framework added)."""
+        if ev.get("event") in ("stage", "device_done", "discover"):
             progress.line(" ".join(str(ev.get(k)) for k in ("framework", "device", "stage") if ev.get(k)))
 
     try:
         extra = {k: v for k, v in env.items() if os.environ.get(k) != v}
-        doc = run_verify(python=python, framework=fw, device=plan.device, on_event=on_event, env=extra)
+        result = verify(python=python, framework=fw, device=plan.device, on_event=on_event, env=extra)
     except StageError as exc:
         transcript.note(f"verify failed: {exc.what}")
         progress.done("verify could not run", ok=False)
@@ -483,11 +487,10 @@ def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Pr
     except KeyboardInterrupt:
         progress.done("verify interrupted", ok=False)
         return None, "verify interrupted (the install itself is complete)"
-    summary = doc.get("summary")
-    for line in summary if isinstance(summary, list) else []:
+    for line in result.summary:
         transcript.note(f"verify: {line}")
-    progress.done("verify finished", ok=doc.get("exit_code") == 0)
-    return doc, None
+    progress.done("verify finished", ok=result.exit_code == 0)
+    return result, None
 
 
 __all__ = ["prepare", "apply", "Preflight", "ApplyResult", "Progress", "TargetEnv", "RestoreReport",

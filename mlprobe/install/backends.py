@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
+from ..model.jsontypes import JsonObject
 from ..urls import mask_credentials, mask_doc
 
 # The pip options that choose sources; neutralised when mlprobe chooses the sources itself. pip
@@ -80,8 +81,12 @@ class Sources:
         parts += [f"wheels in {d}" for d in self.find_links]
         return "; ".join(parts)
 
-    def to_dict(self) -> Dict[str, Any]:
-        d = mask_doc(asdict(self))
+    def to_dict(self) -> JsonObject:
+        """`install --json`'s sources, credentials in URLs masked (user:****@)."""
+        doc: JsonObject = {"index_url": self.index_url, "extra_index_urls": list(self.extra_index_urls),
+                           "find_links": list(self.find_links), "no_index": self.no_index,
+                           "use_pip_config": self.use_pip_config, "origin": self.origin}
+        d = mask_doc(doc)
         d["description"] = self.describe()
         return d
 
@@ -329,7 +334,7 @@ def pip_command(target_python: str, target_has_pip: bool) -> List[str]:
         why="that interpreter has no pip, and the one running mlprobe has none new enough to drive it "
             f"(pip >= {'.'.join(map(str, PIP_MIN_FOR_PYTHON_OPTION))} has --python)",
         next_step=f"`{target_python} -m ensurepip`, or install uv",
-        ref="E539", kind="unavailable",
+        ref="E550", kind="unavailable",
     )
 
 

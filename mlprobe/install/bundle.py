@@ -16,12 +16,13 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from ..errors import ParseError, StageError
 from ..model.facts import Facts
+from ..model.jsontypes import JsonObject
 from . import lock as locks
 from .backends import COMMON_PIP, Sources, pip_env, source_args
 from .index import target_from_report
@@ -66,7 +67,8 @@ class BundleTarget:
 
 
 def bundle_target(facts: Facts, where: str = "the report") -> BundleTarget:
-    """The target of a scanned machine. E535 when its scan has no Python tags."""
+    """The target of a scanned machine. E535 when its scan has no Python tags, E548 when it is for
+    another Python than CPython."""
     py = facts.python
     tags = list(py.platform_tags)
     target = target_from_report(facts) if tags else None
@@ -79,7 +81,7 @@ def bundle_target(facts: Facts, where: str = "the report") -> BundleTarget:
     impl = (py.implementation or "CPython").lower()
     if impl not in ("cpython", "cp"):
         raise StageError(f"{where} is for {py.implementation}", why="bundles are made for CPython",
-                         next_step="use a CPython interpreter on that machine", ref="E535", kind="unavailable")
+                         next_step="use a CPython interpreter on that machine", ref="E548", kind="unavailable")
     system = (facts.os.system or "").lower()
     machine = str(py.machine or facts.cpu.arch or "")
     version = str(py.version)
@@ -107,12 +109,12 @@ class BundleResult:
     def total_bytes(self) -> int:
         return sum(e.size or 0 for e in self.files)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"folder": str(self.folder), "lock": str(self.lock), "target": self.target.description,
                 "python_version": self.target.python_version, "platforms": list(self.target.platforms[:6]),
                 "files": [{"name": e.name, "version": e.version, "file": e.filename, "sha256": e.sha256,
                            "size": e.size} for e in self.files],
-                "provided_by_target": self.provided, "bytes": self.total_bytes, "seconds": round(self.seconds, 1)}
+                "provided_by_target": list(self.provided), "bytes": self.total_bytes, "seconds": round(self.seconds, 1)}
 
 
 # ---------------------------------------------------------------- pure helpers ----------------
@@ -177,7 +179,7 @@ installs nothing else, sets the recipe's variables and files, keeps the build pi
 
 # ---------------------------------------------------------------- making one ------------------
 
-def _tool(plan: InstallPlan, target: BundleTarget, provided: Sequence[str], made_from: str) -> Dict[str, Any]:
+def _tool(plan: InstallPlan, target: BundleTarget, provided: Sequence[str], made_from: str) -> locks.ToolTable:
     from .keep import tool_table
 
     return tool_table(plan, dict(target.environment), {
@@ -320,7 +322,7 @@ def _download(plan: InstallPlan, target: BundleTarget, pip_cmd: Sequence[str], e
         if not check_fits(f.name, target.tags):
             raise StageError(f"{f.name} does not fit {target.description}", why="pip downloaded a file whose tags "
                              "are not that machine's", next_step="report this with the transcript",
-                             ref="E537", kind="failure")
+                             ref="E549", kind="failure")
         name, version, _b, _t = parse_wheel_filename(f.name)
         src = by_name.get((str(name), str(version)))
         digest = locks.sha256_of(f)
@@ -345,6 +347,7 @@ def group_key(plan: InstallPlan, target: BundleTarget) -> str:
     import hashlib
     import json
 
-    doc = json.dumps({"rec": plan.recommendation, "tags": target.tags[:40], "py": target.major_minor},
+    rec = plan.recommendation.to_json() if plan.recommendation is not None else {}
+    doc = json.dumps({"rec": rec, "tags": target.tags[:40], "py": target.major_minor},
                      sort_keys=True)
     return f"{plan.recipe}-{target.key()}-{hashlib.sha256(doc.encode()).hexdigest()[:8]}"

@@ -19,10 +19,12 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 from ..errors import StageError
+from ..model.jsontypes import JsonObject, JsonValue
 
 JOURNAL_VERSION = 2  # 2: resolved paths, folder identities, a mark, a heartbeat
 
@@ -216,7 +218,7 @@ class TargetLock:
 
 # ---------------------------------------------------------------- the journal ------------------
 
-def write_journal(target: str, doc: Dict[str, Any]) -> Path:
+def write_journal(target: str, doc: JsonObject) -> Path:
     """Atomically (write, fsync, rename): a journal is either the old one or the new one."""
     path = journal_path(target)
     private_dir(path.parent)
@@ -231,32 +233,49 @@ def write_journal(target: str, doc: Dict[str, Any]) -> Path:
     return path
 
 
-def _read(path: Path) -> Optional[Dict[str, Any]]:
-    """A journal file as a dict, with `alive_at` (its last touch); {"broken": True, "why": …} when it
-    is not a JSON object naming its target; None when there is none."""
+@dataclass(frozen=True)
+class Journal:
+    """A journal file as read: the target it names and its fields (Transaction.from_journal reads
+    them), or why it cannot be read (`broken`: not JSON, not an object naming its target)."""
+
+    path: Path
+    target: str = ""
+    fields: JsonObject = field(default_factory=dict)
+    alive_at: Optional[float] = None  # the file's last touch: the install's last sign of life
+    broken: Optional[str] = None
+
+    @property
+    def version(self) -> JsonValue:
+        return self.fields.get("journal_version")
+
+    @property
+    def pid(self) -> JsonValue:
+        return self.fields.get("pid")
+
+
+def _read(path: Path) -> Optional[Journal]:
+    """The journal in `path`; None when there is none."""
     try:
         raw = path.read_bytes()
         alive = path.stat().st_mtime
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return {"broken": True, "why": str(exc), "path": str(path)}
+        return Journal(path, broken=str(exc))
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
-        return {"broken": True, "why": f"not JSON ({str(exc)[:120]}); truncated?", "path": str(path)}
+        return Journal(path, broken=f"not JSON ({str(exc)[:120]}); truncated?")
     if not isinstance(doc, dict) or not isinstance(doc.get("target"), str) or not doc["target"]:
-        return {"broken": True, "why": "not a journal object naming its target", "path": str(path)}
-    doc["alive_at"] = alive
-    doc["path"] = str(path)
-    return doc
+        return Journal(path, broken="not a journal object naming its target")
+    return Journal(path, target=doc["target"], fields=doc, alive_at=alive)
 
 
-def read_journal(target: str) -> Optional[Dict[str, Any]]:
+def read_journal(target: str) -> Optional[Journal]:
     return _read(journal_path(target))
 
 
-def read_journal_file(path: Path) -> Optional[Dict[str, Any]]:
+def read_journal_file(path: Path) -> Optional[Journal]:
     return _read(path)
 
 
@@ -267,16 +286,16 @@ def drop_journal(target: str) -> None:
         pass
 
 
-def all_journals() -> Iterator[Dict[str, Any]]:
-    """Every journal, the unreadable ones included (as {"broken": True, "path": …, "why": …})."""
+def all_journals() -> Iterator[Journal]:
+    """Every journal, the unreadable ones included (`broken` says why)."""
     folder = state_dir()
     if not folder.is_dir():
         return
     for p in sorted(folder.glob("*.journal.json")):
-        doc = _read(p)
-        if doc is not None:
-            yield doc
+        journal = _read(p)
+        if journal is not None:
+            yield journal
 
 
 def pending_targets() -> List[str]:
-    return [str(d["target"]) for d in all_journals() if not d.get("broken")]
+    return [j.target for j in all_journals() if not j.broken]

@@ -11,7 +11,7 @@ import html
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import ParseError
 from ..model.facts import Facts
+from ..model.jsontypes import JsonObject
 from ..urls import join_path, mask_credentials
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -248,10 +249,14 @@ class IndexCheck:
     seconds: float = 0.0
     sizes: Dict[str, int] = field(default_factory=dict)  # url -> size, where the index told
 
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d.pop("sizes", None)
-        return d
+    def to_dict(self) -> JsonObject:
+        """`install --json`'s `index_checks` entry (the sizes by URL stay inside)."""
+        return {"index_url": self.index_url, "requirement": self.requirement, "project": self.project,
+                "ok": self.ok, "reachable": self.reachable, "status": self.status, "api": self.api,
+                "files_seen": self.files_seen, "matching_version": self.matching_version,
+                "compatible": list(self.compatible), "best_version": self.best_version,
+                "best_size": self.best_size, "seen_tags": list(self.seen_tags), "message": self.message,
+                "ref": self.ref, "seconds": self.seconds}
 
 
 def _project_url(index_url: str, project: str) -> str:

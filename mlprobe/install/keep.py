@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -25,7 +25,8 @@ from . import lock as locks
 from . import pin as pins
 from .backends import COMMON_PIP, Sources, pip_env, source_args
 from .proc import Transcript, run_quiet
-from .transaction import Transaction, list_distributions
+from .transaction import Transaction
+from .venv import list_distributions
 
 if TYPE_CHECKING:
     from .steps import InstallPlan
@@ -34,7 +35,7 @@ LOCK_TIMEOUT_S = 600.0
 
 
 def _installed(python: str) -> Dict[str, Tuple[str, str]]:
-    return {str(canonicalize_name(d["name"])): (d["name"], d["version"]) for d in list_distributions(python)}
+    return {str(canonicalize_name(d.name)): (d.name, d.version) for d in list_distributions(python)}
 
 
 def lift_pins(venv: Path, txn: Transaction, transcript: Transcript) -> List[str]:
@@ -131,15 +132,16 @@ def environment_marker(env: Dict[str, str]) -> str:
             f"{json.dumps(env['implementation_name'])}")
 
 
-def tool_table(plan: "InstallPlan", env: Dict[str, str], extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def tool_table(plan: "InstallPlan", env: Mapping[str, str], extra: Optional[locks.ToolTable] = None) -> locks.ToolTable:
+    """`[tool.mlprobe]` of the lock: the recipe, who made it when, the sources and the recommendation."""
     from .. import __version__
 
-    t: Dict[str, Any] = {"recipe": plan.recipe, "mlprobe-version": __version__,
+    t: locks.ToolTable = {"recipe": plan.recipe, "mlprobe-version": __version__,
                          "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                          "python": env.get("python_full_version", ""),
                          "sources": plan.sources.describe()}
-    if plan.recommendation:
-        t["recommendation"] = json.dumps(plan.recommendation, sort_keys=True)
+    if plan.recommendation is not None:
+        t["recommendation"] = locks.recommendation_text(plan.recommendation)
     t.update(extra or {})
     return t
 

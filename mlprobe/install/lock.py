@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
@@ -29,7 +29,11 @@ from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
 from ..errors import ParseError, StageError
+from ..model.plan import Recommendation
 from ..urls import strip_credentials
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard
 
 LOCK_NAME = "pylock.toml"
 CREATED_BY = "mlprobe"
@@ -153,8 +157,12 @@ def fill_hash(entry: LockEntry, timeout: float = 120.0) -> LockEntry:
 
 # ---------------------------------------------------------------- building and writing --------
 
+# `[tool.mlprobe]` of a lock mlprobe writes: strings and lists of strings (keep.tool_table).
+ToolTable = Dict[str, Union[str, List[str]]]
+
+
 def build_lock(entries: Sequence[LockEntry], *, requires_python: Optional[str] = None,
-               environments: Sequence[str] = (), tool: Optional[Mapping[str, Any]] = None) -> Any:
+               environments: Sequence[str] = (), tool: Optional[ToolTable] = None) -> Any:
     """A validated packaging.pylock.Pylock of these files (one package per name and version)."""
     pl = _pylock()
     from packaging.markers import Marker
@@ -197,7 +205,7 @@ def _key(k: str) -> str:
     return k if _BARE.match(k) else json.dumps(k, ensure_ascii=False)
 
 
-def _scalar(v: Any) -> str:
+def _scalar(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -209,11 +217,13 @@ def _scalar(v: Any) -> str:
     return json.dumps(str(v), ensure_ascii=False)
 
 
-def _is_table_list(v: Any) -> bool:
+def _is_table_list(v: object) -> "TypeGuard[Sequence[Mapping[str, object]]]":
     return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(x, Mapping) for x in v)
 
 
-def _emit(path: List[str], table: Mapping[str, Any], out: List[str]) -> None:
+def _emit(path: List[str], table: Mapping[str, object], out: List[str]) -> None:
+    """A TOML table as packaging's Pylock.to_dict() gives it (its values are whatever packaging puts
+    there: each is narrowed here)."""
     for k, v in table.items():
         if not isinstance(v, Mapping) and not _is_table_list(v):
             out.append(f"{_key(k)} = {_scalar(v)}")
@@ -283,20 +293,27 @@ def read_lock(path: Path) -> Any:
                          ref="E532", kind="usage") from None
 
 
-def tool_table(lock: Any) -> Dict[str, Any]:
-    t = (lock.tool or {}).get("mlprobe") if lock.tool else None
-    return dict(t) if isinstance(t, Mapping) else {}
+def recommendation_text(rec: Recommendation) -> str:
+    """The recommendation as `[tool.mlprobe] recommendation` holds it (`recommendation_of` reads it)."""
+    return json.dumps(rec.to_json(), sort_keys=True)
 
 
-def recommendation_of(lock: Any) -> Optional[Dict[str, Any]]:
-    raw = tool_table(lock).get("recommendation")
+def recommendation_of(lock: Any) -> Optional[Recommendation]:
+    """The recommendation a lock written by mlprobe carries (E513 when it is not one mlprobe can
+    install); None for a lock without one (another tool's)."""
+    tool = lock.tool.get("mlprobe") if isinstance(lock.tool, Mapping) else None
+    raw = tool.get("recommendation") if isinstance(tool, Mapping) else None
     if not isinstance(raw, str):
         return None
     try:
         doc = json.loads(raw)
     except ValueError:
         return None
-    return doc if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        return None
+    from .steps import recommendation_from_file
+
+    return recommendation_from_file(doc)
 
 
 def select(lock: Any, environment: Mapping[str, str], tags: Sequence[str]) -> List[Tuple[Any, Any]]:

@@ -9,12 +9,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ..errors import StageError
 from ..model import shell
+from ..model.jsontypes import JsonObject
 from ..model.facts import Facts
 from ..urls import mask_credentials, mask_doc
 from . import activate, keep
@@ -47,7 +48,7 @@ class TargetEnv:
     target: Target
     state: str = ""  # venv_state of path
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"mode": self.mode, "path": str(self.path) if self.path else None, "python": self.python,
                 "python_version": self.target.python_version, "target": self.target.description}
 
@@ -67,20 +68,21 @@ class Preflight:
     def ok(self) -> bool:
         return not self.problems
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON of `install --json`, credentials in URLs masked (user:****@)."""
-        return mask_doc({
+        doc: JsonObject = {
             "recipe": self.plan.to_dict(),
             "target": self.env.to_dict(),
             "installer": self.backend.name if self.backend else None,
-            "packages": self.packages,
+            "packages": list(self.packages),
             "steps": [s.to_dict() for s in self.steps],
             "index_checks": [c.to_dict() for c in self.checks],
             "resolution": self.resolution.to_dict() if self.resolution else None,
             "problems": [{"ref": p.ref, "what": p.what, "why": p.why, "next": p.next_step}
                          for p in self.problems],
             "ok": self.ok,
-        })
+        }
+        return mask_doc(doc)
 
 
 # ---------------------------------------------------------------- the target ---------------

@@ -13,7 +13,7 @@ import re
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import ParseError, StageError
+from ..model.jsontypes import JsonObject
 from .backends import COMMON_PIP, Sources, pip_env, source_args
 from .proc import run_quiet
 
@@ -46,8 +47,9 @@ class ResolvedDist:
     requested: bool = False
     is_direct: bool = False
 
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> JsonObject:
+        return {"name": self.name, "version": self.version, "url": self.url, "filename": self.filename,
+                "size": self.size, "requested": self.requested, "is_direct": self.is_direct}
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,15 @@ class Resolution:
     def unknown_sizes(self) -> int:
         return sum(1 for d in self.dists if d.size is None)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
+        f = self.failure
         return {
             "ok": self.ok, "skipped": self.skipped, "command": self.command,
             "seconds": round(self.seconds, 2),
             "distributions": [d.to_dict() for d in self.dists],
             "total_size": self.total_size, "unknown_sizes": self.unknown_sizes,
-            "failure": asdict(self.failure) if self.failure else None,
+            "failure": {"kind": f.kind, "what": f.what, "why": f.why, "next_step": f.next_step, "ref": f.ref}
+            if f is not None else None,
         }
 
 

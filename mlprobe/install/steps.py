@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import keyword
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ..errors import StageError
+from ..model.jsontypes import JsonObject, JsonValue
 from ..model.plan import ContractError, Plan, Recommendation
 from ..model.vocabulary import vocabulary
 from ..urls import check_file_url_exists, check_url
@@ -52,8 +53,8 @@ class Step:
     text: str
     command: Optional[str] = None
 
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> JsonObject:
+        return {"kind": self.kind, "text": self.text, "command": self.command}
 
 
 @dataclass
@@ -80,26 +81,34 @@ class InstallPlan:
     pip_args: List[str] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
-    # the recommendation as `plan --json` prints it (kept in the lock written after --apply)
-    recommendation: Dict[str, Any] = field(default_factory=dict)
+    # the recommendation installed (kept in the lock written after --apply)
+    recommendation: Optional[Recommendation] = None
     # --from-lock: a hashed requirements file of the lock's files, installed instead of `packages`
     lock_requirements: Optional[str] = None
     lock_file: Optional[str] = None
 
-    def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
-        d["sources"] = self.sources.to_dict()
-        d.pop("recommendation", None)  # the plan's own entry: shown by `mlprobe plan --json`
-        for k in ("lock_requirements", "lock_file"):
-            if d.get(k) is None:
-                d.pop(k, None)
+    def to_dict(self) -> JsonObject:
+        """The JSON of `install --json`'s `recipe` (the recommendation itself is `mlprobe plan --json`'s)."""
+        d: JsonObject = {
+            "recipe": self.recipe, "title": self.title, "framework": self.framework, "backend": self.backend,
+            "device": self.device, "packages": list(self.packages), "recipe_index_url": self.recipe_index_url,
+            "recipe_extra_index_urls": list(self.recipe_extra_index_urls), "variant_label": self.variant_label,
+            "sources": self.sources.to_dict(), "env": dict(self.env), "prepend": dict(self.prepend),
+            "config_files": [dict(f) for f in self.config_files], "shims": list(self.shims),
+            "commands": list(self.commands), "imports": list(self.imports), "python_spec": self.python_spec,
+            "verify_framework": self.verify_framework, "pip_args": list(self.pip_args),
+            "warnings": list(self.warnings), "notes": list(self.notes)}
+        if self.lock_requirements is not None:
+            d["lock_requirements"] = self.lock_requirements
+        if self.lock_file is not None:
+            d["lock_file"] = self.lock_file
         return d
 
 
-def _as_list(v: Any) -> List[Any]:
+def _as_list(v: JsonValue) -> List[JsonValue]:
     if v is None:
         return []
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, list):
         return list(v)
     return [v]
 
@@ -119,7 +128,9 @@ def _label_of(index: Optional[str], url: Optional[str]) -> Optional[str]:
     return None
 
 
-def _recommendation(doc: Dict[str, Any]) -> Recommendation:
+def _recommendation(doc: JsonObject) -> Recommendation:
+    """A recommendation from a document (a --recipe-file, a plan file's entry, a lock's): E513 when it
+    is not one."""
     try:
         return Recommendation.from_json(doc)
     except ContractError as exc:
@@ -158,9 +169,10 @@ def pick(plan: Plan, recipe: Optional[str]) -> Recommendation:
     return plan.recommended[i]
 
 
-def pick_recommendation(plan: Mapping[str, Any], recipe: Optional[str]) -> Recommendation:
-    """The same from a plan document (`mlprobe plan --json` in a file, read as it is: only the entry
-    picked must be a recommendation mlprobe can install)."""
+def pick_recommendation(plan: JsonObject, recipe: Optional[str]) -> Recommendation:
+    """The same from a plan file (`mlprobe plan --json` in a file, or a hand-written one with a
+    `recommended` list), read as it is: only the entry picked must be a recommendation mlprobe can
+    install, and it becomes the typed Recommendation here."""
     recs = [r for r in _as_list(plan.get("recommended")) if isinstance(r, dict)]
 
     def rejected(name: str) -> Optional[Sequence[object]]:
@@ -170,8 +182,9 @@ def pick_recommendation(plan: Mapping[str, Any], recipe: Optional[str]) -> Recom
     return _recommendation(recs[_choose([str(r.get("recipe")) for r in recs], rejected, recipe)])
 
 
-def recommendation_from_file(doc: Dict[str, Any]) -> Recommendation:
-    """--recipe-file: one recommendation (as `plan --json` prints it in `recommended`)."""
+def recommendation_from_file(doc: JsonObject) -> Recommendation:
+    """--recipe-file (or the recommendation a lock carries): one recommendation, as `plan --json`
+    prints it in `recommended`."""
     return _recommendation(doc)
 
 
@@ -307,5 +320,5 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
         imports=imports,
         verify_framework=rec.verify.framework,
         warnings=list(rec.warnings),
-        recommendation=rec.to_json(),
+        recommendation=rec,
     )

@@ -20,7 +20,6 @@ last sign of life means the person has worked there since: nothing is touched, a
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -29,39 +28,18 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Literal, Optional, Set, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Set, Tuple, Type
 
 from packaging.utils import canonicalize_name
 
 from ..errors import StageError
-from .proc import NoInterrupt, Transcript, python_quiet_env, run_quiet
+from ..model.jsontypes import JsonObject, JsonValue
+from .proc import NoInterrupt, Transcript
+from .venv import list_distributions
 
-_DISTS = r"""
-import json, sys
-try:
-    import importlib.metadata as md
-except ImportError:
-    print("[]"); sys.exit(0)
-out, seen = [], set()
-for d in md.distributions():
-    try:
-        name = d.metadata["Name"]
-    except Exception:
-        name = None
-    if not name:
-        continue
-    key = name.lower().replace("_", "-").replace(".", "-")
-    if key in seen:
-        continue
-    seen.add(key)
-    try:
-        files = [str(d.locate_file(f)) for f in (d.files or [])]
-    except Exception:
-        files = []
-    out.append({"name": name, "version": d.version, "files": files,
-                "path": str(getattr(d, "_path", ""))})
-print(json.dumps(out))
-"""
+if TYPE_CHECKING:
+    from .guard import Journal
+
 
 FileState = Tuple[int, int]  # size, mtime_ns
 MARKER = ".mlprobe-install"  # in a venv being installed into: the token of its journal
@@ -161,15 +139,6 @@ class EnvSnapshot:
         return sorted(f"{n}=={v}" for n, v in self.dists.values())
 
 
-def list_distributions(python: str, timeout: float = 120.0) -> List[Dict[str, Any]]:
-    cp = run_quiet([python, "-I", "-c", _DISTS], timeout=timeout, env=python_quiet_env())
-    if cp.returncode != 0:
-        raise StageError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
-                         next_step="check that this interpreter starts", ref="E542")
-    doc = json.loads(cp.stdout.strip().splitlines()[-1])
-    return doc if isinstance(doc, list) else []
-
-
 def walk(roots: Iterable[Path], shallow: Iterable[Path] = ()) -> Tuple[Dict[str, FileState], Set[str]]:
     """Every file and folder under roots; and the files directly in each `shallow` folder (an
     interpreter's prefix, where an installer may leave a lock file)."""
@@ -208,9 +177,9 @@ def walk(roots: Iterable[Path], shallow: Iterable[Path] = ()) -> Tuple[Dict[str,
 def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> EnvSnapshot:
     snap = EnvSnapshot()
     for d in list_distributions(python):
-        key = str(canonicalize_name(d["name"]))
-        snap.dists[key] = (d["name"], d["version"])
-        snap.dist_files[key] = list(d.get("files") or [])
+        key = str(canonicalize_name(d.name))
+        snap.dists[key] = (d.name, d.version)
+        snap.dist_files[key] = list(d.files)
     snap.files, snap.dirs = walk(roots, shallow)
     return snap
 
@@ -280,10 +249,12 @@ class Transaction:
         self.recovered = False  # rebuilt from a journal after the process that made it died
 
     # ------------------------------------------------------------------ journal ------------
-    def to_journal(self) -> Dict[str, Any]:
-        before = None
+    def to_journal(self) -> JsonObject:
+        before: Optional[JsonObject] = None
         if self.before is not None:
-            before = {"dists": self.before.dists, "files": self.before.files, "dirs": sorted(self.before.dirs)}
+            before = {"dists": {k: [n, v] for k, (n, v) in self.before.dists.items()},
+                      "files": {k: [size, mtime] for k, (size, mtime) in self.before.files.items()},
+                      "dirs": [d for d in sorted(self.before.dirs)]}
         return {"new_venv": str(self.new_venv) if self.new_venv else None,
                 "new_venv_was_empty_dir": self.new_venv_was_empty_dir, "env_python": self.env_python,
                 "roots": [str(r) for r in self.roots], "shallow": [str(r) for r in self.shallow],
@@ -293,71 +264,78 @@ class Transaction:
                 "backups": {k: str(v) for k, v in self.backups.items()}, "before": before}
 
     @classmethod
-    def from_journal(cls, doc: Dict[str, Any], transcript: Transcript) -> "Transaction":
+    def from_journal(cls, journal: "Journal", transcript: Transcript) -> "Transaction":
         """The transaction a journal describes; JournalError when any field has the wrong type."""
+        doc = journal.fields
+
         def opt_str(key: str) -> Optional[str]:
             v = doc.get(key)
             if v is None or (isinstance(v, str) and v):
                 return v
             raise JournalError(f"{key!r} is not a path")
 
-        def str_list(v: Any, key: str) -> List[str]:
-            if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        def str_list(v: JsonValue, key: str) -> List[str]:
+            if not isinstance(v, list):
                 raise JournalError(f"{key!r} is not a list of paths")
-            return list(v)
+            out = [x for x in v if isinstance(x, str) and x]
+            if len(out) != len(v):
+                raise JournalError(f"{key!r} is not a list of paths")
+            return out
 
-        def pair(v: Any, key: str) -> Tuple[int, int]:
-            if not (isinstance(v, list) and len(v) == 2
-                    and all(isinstance(x, int) and not isinstance(x, bool) for x in v)):
-                raise JournalError(f"{key!r} is not a pair of integers")
-            return (v[0], v[1])
+        def pair(v: JsonValue, key: str) -> Tuple[int, int]:
+            if isinstance(v, list) and len(v) == 2:
+                a, b = v
+                if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+                    return (a, b)
+            raise JournalError(f"{key!r} is not a pair of integers")
 
-        def str_map(v: Any, key: str) -> Dict[str, Any]:
-            if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
+        def str_map(v: JsonValue, key: str) -> JsonObject:
+            if not isinstance(v, dict) or not all(k for k in v):
                 raise JournalError(f"{key!r} is not an object of paths")
             return v
 
-        if not isinstance(doc.get("token"), str) or not isinstance(doc.get("new_venv_was_empty_dir", False), bool) \
+        token = doc.get("token")
+        if not isinstance(token, str) or not isinstance(doc.get("new_venv_was_empty_dir", False), bool) \
                 or not isinstance(doc.get("marked", False), bool):
             raise JournalError("'token', 'marked' or 'new_venv_was_empty_dir' has the wrong type")
         new_venv = opt_str("new_venv")
         marker_root = opt_str("marker_root")
-        txn = cls(transcript, env_python=opt_str("env_python"),
-                  roots=[Path(r) for r in str_list(doc.get("roots", []), "roots")],
+        roots = str_list(doc.get("roots", []), "roots")
+        shallow = str_list(doc.get("shallow", []), "shallow")
+        txn = cls(transcript, env_python=opt_str("env_python"), roots=[Path(r) for r in roots],
                   new_venv=Path(new_venv) if new_venv else None,
                   new_venv_was_empty_dir=bool(doc.get("new_venv_was_empty_dir")),
-                  shallow=[Path(r) for r in str_list(doc.get("shallow", []), "shallow")],
+                  shallow=[Path(r) for r in shallow],
                   journal=None, marker_root=Path(marker_root) if marker_root else None)
         opt_str("target")  # recover() drops the journal it read, by its own path
         # recorded resolved already: kept as written, never resolved again
-        txn.roots = [Path(r) for r in doc.get("roots", [])]
-        txn.shallow = [Path(r) for r in doc.get("shallow", [])]
+        txn.roots = [Path(r) for r in roots]
+        txn.shallow = [Path(r) for r in shallow]
         txn.new_venv = Path(new_venv) if new_venv else None
         txn.marker_root = Path(marker_root) if marker_root else None
-        txn.token = str(doc["token"])
+        txn.token = token
         txn.marked = bool(doc.get("marked"))
         txn.identity = {k: pair(v, "identity") for k, v in str_map(doc.get("identity", {}), "identity").items()}
         before = doc.get("before")
         if before is not None:
             if not isinstance(before, dict):
                 raise JournalError("'before' is not an object")
-            dists = str_map(before.get("dists", {}), "before.dists")
+            dists: Dict[str, Tuple[str, str]] = {}
+            for k, v in str_map(before.get("dists", {}), "before.dists").items():
+                if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], str)):
+                    raise JournalError("'before.dists' is not an object of [name, version]")
+                dists[k] = (v[0], v[1])
             files = str_map(before.get("files", {}), "before.files")
-            if not all(isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-                       for v in dists.values()):
-                raise JournalError("'before.dists' is not an object of [name, version]")
             txn.before = EnvSnapshot(
-                dists={k: (v[0], v[1]) for k, v in dists.items()},
-                files={k: pair(v, "before.files") for k, v in files.items()},
+                dists=dists, files={k: pair(v, "before.files") for k, v in files.items()},
                 dirs=set(str_list(before.get("dirs", []), "before.dirs")))
         backup_dir = opt_str("backup_dir")
         txn.backup_dir = Path(backup_dir) if backup_dir else None
         backups = str_map(doc.get("backups", {}), "backups")
-        if not all(isinstance(v, str) and v for v in backups.values()):
+        txn.backups = {k: Path(v) for k, v in backups.items() if isinstance(v, str) and v}
+        if len(txn.backups) != len(backups):
             raise JournalError("'backups' is not an object of paths")
-        txn.backups = {k: Path(v) for k, v in backups.items()}
-        alive = doc.get("alive_at")
-        txn.alive_at = float(alive) if isinstance(alive, (int, float)) and not isinstance(alive, bool) else None
+        txn.alive_at = journal.alive_at
         txn.recovered = True
         return txn
 
@@ -644,20 +622,20 @@ def recover(target: str, say: Any = None, journal: Optional[Path] = None) -> Opt
     from .guard import read_journal_file
 
     path = journal or journal_path(target)
-    doc = read_journal_file(path) if journal else read_journal(target)
-    if doc is None:
+    found = read_journal_file(path) if journal else read_journal(target)
+    if found is None:
         return None
-    if doc.get("broken"):
-        raise unreadable_journal(path, str(doc.get("why") or "not a JSON object"), target)
-    if doc.get("journal_version") != JOURNAL_VERSION:
-        raise unreadable_journal(path, f"journal version {doc.get('journal_version')!r}, this mlprobe "
+    if found.broken:
+        raise unreadable_journal(path, found.broken, target)
+    if found.version != JOURNAL_VERSION:
+        raise unreadable_journal(path, f"journal version {found.version!r}, this mlprobe "
                                        f"reads {JOURNAL_VERSION}", target)
     try:
-        txn = Transaction.from_journal(doc, Transcript(None))
+        txn = Transaction.from_journal(found, Transcript(None))
     except JournalError as exc:
         raise unreadable_journal(path, str(exc), target) from None
     if say:
-        say(f"rolling back an install of {target} that was interrupted (pid {doc.get('pid')})")
+        say(f"rolling back an install of {target} that was interrupted (pid {found.pid})")
     report = txn.rollback()
     if report.refused:
         raise StageError(f"an interrupted install of {target} was not rolled back: the target changed since",

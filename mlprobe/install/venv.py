@@ -9,9 +9,9 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 from ..errors import StageError
 from .proc import python_quiet_env, run_quiet
@@ -42,6 +42,35 @@ print(json.dumps({
 """
 
 
+# Every distribution of an interpreter: name, version and files (list_distributions).
+_DISTS = r"""
+import json, sys
+try:
+    import importlib.metadata as md
+except ImportError:
+    print("[]"); sys.exit(0)
+out, seen = [], set()
+for d in md.distributions():
+    try:
+        name = d.metadata["Name"]
+    except Exception:
+        name = None
+    if not name:
+        continue
+    key = name.lower().replace("_", "-").replace(".", "-")
+    if key in seen:
+        continue
+    seen.add(key)
+    try:
+        files = [str(d.locate_file(f)) for f in (d.files or [])]
+    except Exception:
+        files = []
+    out.append({"name": name, "version": d.version, "files": files,
+                "path": str(getattr(d, "_path", ""))})
+print(json.dumps(out))
+"""
+
+
 @dataclass(frozen=True)
 class Interpreter:
     executable: str
@@ -65,8 +94,30 @@ class Interpreter:
     def major_minor(self) -> str:
         return ".".join(self.version.split(".")[:2])
 
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+
+class InstalledDist(NamedTuple):
+    """A distribution installed in an interpreter (what `pip freeze` lists), and its files."""
+
+    name: str
+    version: str  # "" when its metadata names none
+    files: Tuple[str, ...]
+
+
+def list_distributions(python: str, timeout: float = 120.0) -> List[InstalledDist]:
+    """The distributions of `python`, read once from the JSON line _DISTS prints."""
+    cp = run_quiet([python, "-I", "-c", _DISTS], timeout=timeout, env=python_quiet_env())
+    if cp.returncode != 0:
+        raise StageError(f"cannot list the packages of {python}", why=cp.stderr.strip()[-300:],
+                         next_step="check that this interpreter starts", ref="E542")
+    doc = json.loads(cp.stdout.strip().splitlines()[-1])
+    out = []
+    for d in doc if isinstance(doc, list) else []:
+        name = d.get("name") if isinstance(d, dict) else None
+        if isinstance(name, str) and name:
+            version, files = d.get("version"), d.get("files")
+            out.append(InstalledDist(name, version if isinstance(version, str) else "",
+                                     tuple(f for f in files if isinstance(f, str)) if isinstance(files, list) else ()))
+    return out
 
 
 def inspect_interpreter(python: str, timeout: float = 30.0) -> Interpreter:

@@ -7,10 +7,11 @@ import contextlib
 import shlex
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 from ..install.apply import ApplyResult, Preflight, Progress
 from ..install.index import host_of
+from ..model.verify import VerifyResult
 from .terminal import human_bytes
 
 
@@ -168,12 +169,11 @@ class ApplyProgress(Progress):
             self._status = None
 
 
-def _verify_lines(doc: Dict[str, Any]) -> List[str]:
+def _verify_lines(result: VerifyResult) -> List[str]:
     out = []
-    for r in doc.get("results") or []:
-        version = r.get("framework_version") or r.get("version") or ""
-        label = f"{r.get('framework')} {version} on {r.get('device')}".replace("  ", " ")
-        out.append(f"{_esc(ui_safe(label))}: [bold]{_esc(ui_safe(str(r.get('verdict'))))}[/bold]")
+    for r in result.results:
+        label = f"{r.framework} {r.framework_version or ''} on {r.device}".replace("  ", " ")
+        out.append(f"{_esc(ui_safe(label))}: [bold]{_esc(ui_safe(str(r.verdict)))}[/bold]")
     return out
 
 
@@ -207,11 +207,11 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
         except ImportError:
             render_verify = None  # type: ignore[assignment]
         if render_verify is not None:
-            render_verify(dict(result.verify))
+            render_verify(result.verify.to_json())
             return
         for line in _verify_lines(result.verify):
             con.print(f"  {line}")
-        for line in result.verify.get("summary") or []:
+        for line in result.verify.summary:
             con.print(f"  {_esc(str(line))}")
     elif result.verify_error:
         con.print(f"[yellow]verify:[/yellow] {_esc(result.verify_error)}")

@@ -9,9 +9,11 @@ import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from ..model.facts import Facts, ScanReport
+from ..model.contract import ContractError, from_json
+from ..model.facts import CpuFacts, Facts, FrameworkFacts, GpuFacts, OsFacts, PythonFacts, ScanReport
+from ..model.jsontypes import JsonObject, JsonValue
 from ..model.plan import Plan
 from .markdown import plan_picks
 
@@ -35,11 +37,18 @@ CPU_FIELDS = ("vendor", "model", "arch", "cores", "threads", "x86_64_level")
 PYTHON_FIELDS = ("version", "implementation", "in_venv", "externally_managed")
 
 
+# What a difference shows on each side: a fact's value, a list of them joined, or nothing (None).
+Leaf = Union[None, bool, int, float, str]
+
+
 @dataclass(frozen=True)
 class Side:
+    """One machine of a diff: its facts and its plan (None: no plan to compare), read once from the
+    report, scan JSON or bundle."""
+
     label: str
-    scan: Dict[str, Any]
-    plan: Optional[Dict[str, Any]]
+    scan: Facts
+    plan: Optional[Plan]
     kind: str  # "report", "scan", "bundle"
 
 
@@ -47,10 +56,10 @@ class Side:
 class Difference:
     section: str
     item: str
-    a: Any
-    b: Any
+    a: Leaf
+    b: Leaf
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"section": self.section, "item": self.item, "a": self.a, "b": self.b}
 
 
@@ -62,23 +71,35 @@ PlanFor = Callable[[Facts], Optional[Plan]]
 ScanBundle = Callable[[Path], ScanReport]
 
 
-def _planned(facts: Facts, plan_for: PlanFor) -> Optional[Dict[str, Any]]:
-    plan = plan_for(facts)
-    return plan.to_json() if plan is not None else None
-
-
 def _bundle_side(p: Path, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
     """A capture bundle (folder, or report with embedded captures), scanned and planned here."""
     from ..ui import display_path
 
     rep = scan_bundle(p)
-    return Side(display_path(p), rep.to_json(), _planned(rep, plan_for), "bundle")
+    return Side(display_path(p), rep, plan_for(rep), "bundle")
 
 
 def _label(p: Path) -> str:
     from ..ui import display_path
 
     return display_path(p)
+
+
+def _report_plan(doc: JsonValue) -> Optional[Plan]:
+    """A report's plan, read as a document nobody checked (model/contract.py's lenient reading); None
+    when the report has none (`{"available": false, ...}`) or it cannot be read as one."""
+    if not isinstance(doc, dict) or doc.get("available") is False:
+        return None
+    try:
+        return from_json(Plan, doc, lenient=True)
+    except ContractError:
+        return None
+
+
+def read_side(label: str, scan: JsonValue, plan: JsonValue, kind: str) -> Side:
+    """One side from the JSON of its scan and plan (a report's `scan` and `plan`, or a scan JSON and
+    no plan), read leniently: a value of the wrong type is unknown."""
+    return Side(label, Facts.from_report(scan), _report_plan(plan), kind)
 
 
 def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
@@ -113,46 +134,48 @@ def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
         except DocumentError as exc:
             raise DiffInputError(str(exc)) from None
     if isinstance(doc, dict) and isinstance(doc.get("scan"), dict):
-        plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else None
-        if plan is not None and plan.get("available") is False:
-            plan = None
-        return Side(_label(p), doc["scan"], plan, "report")
+        return read_side(_label(p), doc["scan"], doc.get("plan"), "report")
     if isinstance(doc, dict) and any(k in doc for k in ("cpu", "gpus", "os")):
-        return Side(_label(p), doc, _planned(Facts.from_report(doc), plan_for), "scan")
+        facts = Facts.from_report(doc)
+        return Side(_label(p), facts, plan_for(facts), "scan")
     if isinstance(doc, dict) and isinstance(doc.get("capture_bundle"), dict):
         return _bundle_side(p, scan_bundle, plan_for)
     raise DiffInputError(f"{p} is not an mlprobe report, scan JSON or capture bundle")
 
 
-def _show(v: Any) -> Any:
-    if isinstance(v, list):
+def _show(v: object) -> Leaf:
+    if isinstance(v, (list, tuple)):
         return ", ".join(str(x) for x in v)
     if isinstance(v, dict):
         return json.dumps(v, sort_keys=True)
-    return v
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
 
 
-def _fields(
-    section: str, a: Dict[str, Any], b: Dict[str, Any], fields: Tuple[str, ...], prefix: str = ""
-) -> List[Difference]:
+_Compared = Union[OsFacts, CpuFacts, GpuFacts, PythonFacts]
+
+
+def _fields(section: str, a: _Compared, b: _Compared, fields: Tuple[str, ...], prefix: str = "") -> List[Difference]:
+    """The named fields of two facts of one type that differ."""
     out = []
     for f in fields:
-        va, vb = a.get(f), b.get(f)
+        va, vb = getattr(a, f, None), getattr(b, f, None)
         if va != vb:
             out.append(Difference(section, prefix + f, _show(va), _show(vb)))
     return out
 
 
-def _flat(obj: Any, prefix: str = "", depth: int = 0) -> Dict[str, Any]:
-    """Leaf values of a runtimes entry; lists of named things become their names."""
+def _flat(obj: JsonValue, prefix: str = "", depth: int = 0) -> Dict[str, Leaf]:
+    """Leaf values of a runtime's JSON; lists of named things become their names."""
     if isinstance(obj, dict) and depth < 3:
-        out: Dict[str, Any] = {}
+        out: Dict[str, Leaf] = {}
         for k, v in obj.items():
             out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k), depth + 1))
         return out
     if isinstance(obj, list):
         if obj and all(isinstance(x, dict) and "name" in x for x in obj):
-            return {prefix: ", ".join(str(x["name"]) for x in obj)}
+            return {prefix: ", ".join(str(x["name"]) for x in obj if isinstance(x, dict))}
         if all(not isinstance(x, (dict, list)) for x in obj):
             return {prefix: ", ".join(str(x) for x in obj)}
         return {prefix: f"{len(obj)} entries"}
@@ -161,19 +184,17 @@ def _flat(obj: Any, prefix: str = "", depth: int = 0) -> Dict[str, Any]:
     return {prefix: obj}
 
 
-def _pair_gpus(a: List[Dict[str, Any]], b: List[Dict[str, Any]]) -> List[Tuple[Optional[int], Optional[int]]]:
+def _pair_gpus(a: Sequence[GpuFacts], b: Sequence[GpuFacts]) -> List[Tuple[Optional[int], Optional[int]]]:
     pairs: List[Tuple[Optional[int], Optional[int]]] = []
     used: Set[int] = set()
 
-    def key(g: Dict[str, Any]) -> Tuple[str, str]:
-        return (str(g.get("vendor")), str(g.get("name")).lower())
+    def key(g: GpuFacts) -> Tuple[str, str]:
+        return (str(g.vendor), str(g.name).lower())
 
     for i, ga in enumerate(a):  # same vendor and name first, then same vendor, in order
         j = next((j for j, gb in enumerate(b) if j not in used and key(gb) == key(ga)), None)
         if j is None:
-            j = next(
-                (j for j, gb in enumerate(b) if j not in used and gb.get("vendor") == ga.get("vendor")), None
-            )
+            j = next((j for j, gb in enumerate(b) if j not in used and gb.vendor == ga.vendor), None)
         if j is not None:
             used.add(j)
         pairs.append((i, j))
@@ -181,42 +202,27 @@ def _pair_gpus(a: List[Dict[str, Any]], b: List[Dict[str, Any]]) -> List[Tuple[O
     return pairs
 
 
-def _d(v: Any) -> Dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _l(v: Any) -> List[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _hashable(v: Any) -> Any:
-    return v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, sort_keys=True)
-
-
 def diff_sides(a: Side, b: Side) -> List[Difference]:
-    """Every difference that matters for choosing a stack. Tolerates any JSON shape."""
-    sa, sb = _d(a.scan), _d(b.scan)
+    """Every difference that matters for choosing a stack."""
+    sa, sb = a.scan, b.scan
     out: List[Difference] = []
     # Facts set by MLPROBE_OVERRIDE_* on either side are not the hardware: the overrides are listed
     # as such, and the facts they set are not compared.
-    oa, ob = _d(sa.get("overrides")), _d(sb.get("overrides"))
+    oa, ob = sa.overrides, sb.overrides
     for key in sorted(set(oa) | set(ob)):
         if oa.get(key) != ob.get(key):
             out.append(Difference("overrides", key, oa.get(key), ob.get(key)))
     flags_overridden = "MLPROBE_OVERRIDE_CPU_FLAGS" in oa or "MLPROBE_OVERRIDE_CPU_FLAGS" in ob
     python_overridden = "MLPROBE_OVERRIDE_PYTHON_VERSION" in oa or "MLPROBE_OVERRIDE_PYTHON_VERSION" in ob
-    out += _fields("os", _d(sa.get("os")), _d(sb.get("os")), OS_FIELDS)
-    ca, cb = _d(sa.get("cpu")), _d(sb.get("cpu"))
+    out += _fields("os", sa.os, sb.os, OS_FIELDS)
     cpu_fields = tuple(f for f in CPU_FIELDS if not (flags_overridden and f == "x86_64_level"))
-    out += _fields("cpu", ca, cb, cpu_fields)
-    fa = {str(_hashable(f)) for f in _l(ca.get("flags"))}
-    fb = {str(_hashable(f)) for f in _l(cb.get("flags"))}
+    out += _fields("cpu", sa.cpu, sb.cpu, cpu_fields)
+    fa, fb = set(sa.cpu.flags), set(sb.cpu.flags)
     if fa - fb and not flags_overridden:
         out.append(Difference("cpu", "flags only in A", " ".join(sorted(fa - fb)), None))
     if fb - fa and not flags_overridden:
         out.append(Difference("cpu", "flags only in B", None, " ".join(sorted(fb - fa))))
-    ga = [g for g in _l(sa.get("gpus")) if isinstance(g, dict)]
-    gb = [g for g in _l(sb.get("gpus")) if isinstance(g, dict)]
+    ga, gb = sa.gpus, sb.gpus
     if len(ga) != len(gb):
         out.append(Difference("gpus", "count", len(ga), len(gb)))
     for i, j in _pair_gpus(ga, gb):
@@ -224,28 +230,24 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
             label = f"gpu {i}" if i == j else f"gpu {i}/{j}"
             out += _fields("gpus", ga[i], gb[j], GPU_FIELDS, prefix=f"{label} ")
         elif i is not None:
-            out.append(
-                Difference("gpus", f"gpu {i} only in A", ga[i].get("name") or ga[i].get("vendor"), None)
-            )
+            out.append(Difference("gpus", f"gpu {i} only in A", ga[i].name or ga[i].vendor, None))
         elif j is not None:
-            out.append(
-                Difference("gpus", f"gpu {j} only in B", None, gb[j].get("name") or gb[j].get("vendor"))
-            )
-    ra, rb = _d(sa.get("runtimes")), _d(sb.get("runtimes"))
+            out.append(Difference("gpus", f"gpu {j} only in B", None, gb[j].name or gb[j].vendor))
+    ra, rb = sa.runtimes.to_dict(), sb.runtimes.to_dict()  # each runtime's keys as the scan wrote them
     for key in sorted(set(ra) | set(rb)):
         xa, xb = _flat(ra.get(key), key), _flat(rb.get(key), key)
         for leaf in sorted(set(xa) | set(xb)):
             if xa.get(leaf) != xb.get(leaf):
                 out.append(Difference("runtimes", leaf, xa.get(leaf), xb.get(leaf)))
-    fwa = {str(f["name"]): f for f in _l(sa.get("frameworks")) if isinstance(f, dict) and f.get("name")}
-    fwb = {str(f["name"]): f for f in _l(sb.get("frameworks")) if isinstance(f, dict) and f.get("name")}
+    fwa = {f.name: f for f in sa.frameworks if f.name}
+    fwb = {f.name: f for f in sb.frameworks if f.name}
     for name in sorted(set(fwa) | set(fwb)):
         va = _fw(fwa.get(name))
         vb = _fw(fwb.get(name))
         if va != vb:
             out.append(Difference("frameworks", name, va, vb))
     py_fields = tuple(f for f in PYTHON_FIELDS if not (python_overridden and f == "version"))
-    out += _fields("python", _d(sa.get("python")), _d(sb.get("python")), py_fields)
+    out += _fields("python", sa.python, sb.python, py_fields)
     pa, pb = dict(plan_picks(a.plan)), dict(plan_picks(b.plan))
     for fw in sorted(set(pa) | set(pb)):
         if pa.get(fw) != pb.get(fw):
@@ -253,16 +255,17 @@ def diff_sides(a: Side, b: Side) -> List[Difference]:
     return out
 
 
-def _fw(f: Optional[Dict[str, Any]]) -> Optional[str]:
-    if not f:
+def _fw(f: Optional[FrameworkFacts]) -> Optional[str]:
+    if f is None:
         return None
-    s = str(f.get("version") or "?")
-    if f.get("flavour"):
-        s += f" ({f['flavour']})"
+    s = str(f.version or "?")
+    if f.flavour:
+        s += f" ({f.flavour})"
     return s
 
 
-def diff_document(a: Side, b: Side, diffs: List[Difference]) -> Dict[str, Any]:
+def diff_document(a: Side, b: Side, diffs: List[Difference]) -> JsonObject:
+    """`mlprobe diff --json`."""
     return {
         "diff_version": 1,
         "a": {"path": a.label, "kind": a.kind},
@@ -284,7 +287,7 @@ def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
 
     from ..ui import safe_line
 
-    def cell(item: str, v: Any) -> str:
+    def cell(item: str, v: Leaf) -> str:
         if v is None:
             return "—"
         if item.endswith("memory_bytes") and isinstance(v, int) and not isinstance(v, bool) and v > 0:

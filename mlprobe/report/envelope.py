@@ -18,11 +18,12 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional
 
 from .. import __version__
 from ..model.contract import from_json
 from ..model.facts import ScanReport
+from ..model.jsontypes import JsonObject
 from ..model.report import (REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, DoctorSection, PlanSection,
                             ReportEnvelope, VerifySection)
 from ..scan.capture import Host, SPECS
@@ -125,8 +126,9 @@ def assemble(
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
-def report_schema() -> Dict[str, Any]:
-    """The JSON Schema of the envelope (the `scan` inside follows mlprobe.schema.scan_schema())."""
+def report_schema() -> JsonObject:
+    """The JSON Schema of the envelope (the `scan` inside follows mlprobe.schema.scan_schema()), as
+    report/report.schema.json holds it."""
     with open(SCHEMA_PATH, encoding="utf-8") as fh:
         doc = json.load(fh)
     assert isinstance(doc, dict)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from ..model.facts import Facts, GpuFacts
+from ..model.plan import Plan, Recommendation
+from ..model.report import CaptureBundle, DoctorSection, Redactions, ReportEnvelope, VerifySection
 from ..ui import json_safe, safe
 
 GITHUB_COMMENT_LIMIT = 65536
@@ -83,43 +86,40 @@ def _capped(rows: List[Tuple[str, str]]) -> List[Tuple[str, str]]:
     return out
 
 
-def _gib(n: Any) -> Optional[str]:
+def _gib(n: Optional[int]) -> Optional[str]:
     if not isinstance(n, (int, float)) or n <= 0:
         return None
     return f"{n / 1024**3:.1f} GiB" if n >= 1024**3 else f"{n / 1024**2:.0f} MiB"
 
 
-def os_line(scan: Dict[str, Any]) -> str:
-    o = scan.get("os") or {}
-    parts = [o.get("distro") or o.get("system") or "unknown OS"]
-    if o.get("system") == "Linux" and o.get("release"):
-        parts.append(f"kernel {o['release']}")
-    if o.get("wsl"):
+def os_line(scan: Facts) -> str:
+    o = scan.os
+    parts: List[object] = [o.distro or o.system or "unknown OS"]
+    if o.system == "Linux" and o.release:
+        parts.append(f"kernel {o.release}")
+    if o.wsl:
         parts.append("WSL")
-    if o.get("glibc"):
-        parts.append(f"glibc {o['glibc']}")
-    if o.get("windows_build"):
-        parts.append(f"build {o['windows_build']}")
-    py = scan.get("python") or {}
-    if py.get("version"):
-        parts.append(f"Python {py['version']}")
+    if o.glibc:
+        parts.append(f"glibc {o.glibc}")
+    if o.windows_build:
+        parts.append(f"build {o.windows_build}")
+    if scan.python.version:
+        parts.append(f"Python {scan.python.version}")
     return ", ".join(str(p) for p in parts)
 
 
-def cpu_line(scan: Dict[str, Any]) -> str:
-    c = scan.get("cpu") or {}
-    head = c.get("model") or c.get("vendor") or "unknown CPU"
-    bits = [b for b in (c.get("arch"),) if b]
-    if c.get("cores") or c.get("threads"):
+def cpu_line(scan: Facts) -> str:
+    c = scan.cpu
+    head = c.model or c.vendor or "unknown CPU"
+    bits = [b for b in (c.arch,) if b]
+    if c.cores or c.threads:
         from ..render.terminal import count
 
-        cores, threads = c.get("cores"), c.get("threads")
-        bits.append(f"{count(cores if isinstance(cores, int) else None, 'core')} / "
-                    f"{count(threads if isinstance(threads, int) else None, 'thread')}")
-    if c.get("x86_64_level"):
-        bits.append(f"{BOLD}x86-64-v{c['x86_64_level']}{BOLD}")
-    flags = set(c.get("flags") or [])
-    shown = [
+        bits.append(f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}")
+    if c.x86_64_level:
+        bits.append(f"{BOLD}x86-64-v{c.x86_64_level}{BOLD}")
+    flags = set(c.flags)
+    shown: List[str] = [
         f
         for f in (
             "avx",
@@ -135,235 +135,183 @@ def cpu_line(scan: Dict[str, Any]) -> str:
         )
         if f in flags
     ]
-    if c.get("arch") == "x86_64" and flags and "avx" not in flags:
+    if c.arch == "x86_64" and flags and "avx" not in flags:
         shown.insert(0, f"{BOLD}no AVX{BOLD}")
     line = f"{head}" + (f" ({', '.join(str(b) for b in bits)})" if bits else "")
     return line + (f"; {' '.join(shown)}" if shown else "")
 
 
-def gpu_line(g: Dict[str, Any]) -> str:
+def gpu_line(g: GpuFacts) -> str:
     bits = []
-    if g.get("driver_version"):
-        bits.append(f"driver {g['driver_version']}")
-    if g.get("compute_capability"):
-        bits.append(f"CC {g['compute_capability']}")
-    gfx = g.get("gfx_target")
+    if g.driver_version:
+        bits.append(f"driver {g.driver_version}")
+    if g.compute_capability:
+        bits.append(f"CC {g.compute_capability}")
+    gfx = g.gfx_target
     if gfx:
-        rt = g.get("runtime_gfx_target")
+        rt = g.runtime_gfx_target
         bits.append(gfx + (f" (runs as {rt})" if rt and rt != gfx else ""))
-    if g.get("architecture"):
-        bits.append(str(g["architecture"]))
-    mem = _gib(g.get("memory_bytes"))
+    if g.architecture:
+        bits.append(str(g.architecture))
+    mem = _gib(g.memory_bytes)
     if mem:
         bits.append(mem)
-    elif g.get("integrated"):
+    elif g.integrated:
         bits.append("integrated")
-    if g.get("mig_mode") and str(g["mig_mode"]).lower() == "enabled":
-        bits.append(f"MIG on ({g.get('mig_devices') or 0} slices)")
-    if g.get("apis"):
-        bits.append("/".join(g["apis"]))
-    return f"{g.get('name') or g.get('vendor') or 'GPU'}" + (f" — {', '.join(bits)}" if bits else "")
+    if g.mig_mode and g.mig_mode.lower() == "enabled":
+        bits.append(f"MIG on ({g.mig_devices or 0} slices)")
+    if g.apis:
+        bits.append("/".join(g.apis))
+    return f"{g.name or g.vendor or 'GPU'}" + (f" — {', '.join(bits)}" if bits else "")
 
 
-def runtimes_line(scan: Dict[str, Any]) -> Optional[str]:
-    rt = scan.get("runtimes") or {}
+def runtimes_line(scan: Facts) -> Optional[str]:
+    rt = scan.runtimes
     out = []
-    for key, label in (("cuda", "CUDA"), ("rocm", "ROCm"), ("metal", "Metal"), ("directml", "DirectML")):
-        v = rt.get(key)
-        if isinstance(v, dict):
-            ver = v.get("version")
-            drv = v.get("driver_version")
-            out.append(f"{label} {ver or ''}".strip() + (f" (driver {drv})" if drv and key == "cuda" else ""))
-        elif v:
-            out.append(f"{label} {v}" if isinstance(v, str) else label)
-    ocl = rt.get("opencl")
-    if isinstance(ocl, dict):
-        names = [str(p.get("name")) for p in ocl.get("platforms") or [] if isinstance(p, dict)]
+    if rt.cuda is not None:
+        drv = rt.cuda.driver_version
+        out.append(f"CUDA {rt.cuda.version or ''}".strip() + (f" (driver {drv})" if drv else ""))
+    if rt.rocm is not None:
+        out.append(f"ROCm {rt.rocm.version or ''}".strip())
+    if rt.metal is not None:  # Metal and DirectML have no version of their own
+        out.append("Metal")
+    if rt.directml is not None:
+        out.append("DirectML")
+    if rt.opencl is not None:
+        names = [str(p.name) for p in rt.opencl.platforms]
         out.append("OpenCL: " + (", ".join(names) if names else "no platform"))
     return "; ".join(out) or None
 
 
-def frameworks_line(scan: Dict[str, Any]) -> Optional[str]:
+def frameworks_line(scan: Facts) -> Optional[str]:
     out = []
-    for f in scan.get("frameworks") or []:
-        if isinstance(f, dict) and f.get("name"):
-            s = f"{f['name']} {f.get('version') or ''}".strip()
-            if f.get("flavour") and f"+{f['flavour']}" not in s:
-                s += f" ({f['flavour']})"
+    for f in scan.frameworks:
+        if f.name:
+            s = f"{f.name} {f.version or ''}".strip()
+            if f.flavour and f"+{f.flavour}" not in s:
+                s += f" ({f.flavour})"
             out.append(s)
     return ", ".join(out) or None
 
 
-def _recipe_label(entry: Any) -> Optional[str]:
-    if isinstance(entry, str):
-        return entry
-    if not isinstance(entry, dict):
-        return None
-    for key in ("chosen", "top", "recommended", "best", "recipe"):
-        inner = entry.get(key)
-        if isinstance(inner, (dict, str)) and inner is not entry:
-            label = _recipe_label(inner)
-            if label:
-                return label
-    name = entry.get("title") or entry.get("id") or entry.get("recipe_id") or entry.get("name")
-    if not name:
-        return None
-    extra = entry.get("variant") or entry.get("label")
-    return f"{name}" + (f" ({extra})" if isinstance(extra, str) and extra else "")
-
-
-def _pick_label(entry: Dict[str, Any], rid: str) -> str:
-    label = f"{entry.get('title') or rid} [{rid}]"
-    extra = [str(entry[k]) for k in ("version",) if entry.get(k)]
-    if entry.get("index"):
-        extra.append(f"index {entry['index']}")
+def _pick_label(rec: Optional[Recommendation], rid: str) -> str:
+    label = f"{(rec.title if rec is not None else None) or rid} [{rid}]"
+    if rec is None:
+        return label
+    extra = [rec.version] if rec.version else []
+    if rec.index:
+        extra.append(f"index {rec.index}")
     return label + (f", {', '.join(extra)}" if extra else "")
 
 
-def plan_picks(plan: Any) -> List[Tuple[str, str]]:
-    """(framework, top recommendation) pairs from a plan (mlprobe.plan.make_plan: `top` maps each
-    framework to a recipe id described in `recommended`); other shapes are read leniently."""
-    if not isinstance(plan, dict) or plan.get("available") is False:
+def plan_picks(plan: Optional[Plan]) -> List[Tuple[str, str]]:
+    """(framework, top recommendation) pairs of a plan: `top` maps each framework to a recipe id
+    described in `recommended` (None: nothing fits); a plan without `top` gives the first
+    recommendation of each framework (ranked best first)."""
+    if plan is None:
         return []
+    by_id = {r.recipe: r for r in plan.recommended}
     picks: List[Tuple[str, str]] = []
-    recommended = [e for e in plan.get("recommended") or [] if isinstance(e, dict)]
-    by_id = {str(e.get("recipe") or e.get("id")): e for e in recommended}
-    top = plan.get("top")
-    if isinstance(top, dict):
-        for fw, rid in top.items():
-            if rid is None:
-                picks.append((str(fw), "nothing fits (see the plan's rejected recipes)"))
-            elif isinstance(rid, str):
-                picks.append((str(fw), _pick_label(by_id.get(rid, {}), rid)))
-            else:
-                label = _recipe_label(rid)
-                if label:
-                    picks.append((str(fw), label))
-        if picks:
-            return picks
-    for key in ("by_framework", "frameworks", "per_framework", "plans", "top_picks"):
-        v = plan.get(key)
-        if isinstance(v, dict):
-            for fw, entry in v.items():
-                label = _recipe_label(entry)
-                if label:
-                    picks.append((str(fw), label))
-        if picks:
-            return picks
+    for fw, rid in plan.top.items():
+        if rid is None:
+            picks.append((fw, "nothing fits (see the plan's rejected recipes)"))
+        else:
+            picks.append((fw, _pick_label(by_id.get(rid), rid)))
+    if picks:
+        return picks
     seen = set()
-    for entry in recommended:  # ranked best first: the first per framework is its top pick
-        fw = str(entry.get("framework") or "any")
-        label = _recipe_label(entry)
-        if label and fw not in seen:
+    for rec in plan.recommended:
+        fw = rec.framework or "any"
+        if rec.recipe and fw not in seen:
             seen.add(fw)
-            picks.append((fw, label))
+            picks.append((fw, rec.recipe))
     return picks
 
 
-def installed_lines(plan: Any) -> List[str]:
-    if not isinstance(plan, dict):
+def installed_lines(plan: Optional[Plan]) -> List[str]:
+    if plan is None:
         return []
-    out = []
-    for f in plan.get("installed") or []:
-        if isinstance(f, dict) and f.get("package"):
-            out.append(
-                f"{f['package']} {f.get('version') or ''}: {BOLD}{f.get('status') or '?'}{BOLD}"
-                + (f" — {f['message']}" if f.get("message") else "")
-            )
-    return out
+    return [f"{f.package} {f.version or ''}: {BOLD}{f.status or '?'}{BOLD}" + (f" — {f.message}" if f.message else "")
+            for f in plan.installed if f.package]
 
 
-def verify_lines(verify: Any) -> List[str]:
-    if not isinstance(verify, dict):
-        return []
-    if verify.get("available") is False:
-        return [str(verify.get("note") or "not run")]
+def verify_lines(verify: VerifySection) -> List[str]:
+    if verify.result is None:
+        return [(verify.missing.note if verify.missing is not None else None) or "not run"]
     out = []
-    for r in verify.get("results") or []:
-        if not isinstance(r, dict):
-            continue
-        s = f"{r.get('framework') or '?'} on {r.get('device') or '?'}: {BOLD}{r.get('verdict') or '?'}{BOLD}"
-        if isinstance(r.get("speedup_vs_best_cpu"), (int, float)):
-            s += f" ({r['speedup_vs_best_cpu']:.2f}× the best CPU figure)"
+    for r in verify.result.results:
+        s = f"{r.framework or '?'} on {r.device or '?'}: {BOLD}{r.verdict or '?'}{BOLD}"
+        if r.speedup_vs_best_cpu is not None:
+            s += f" ({r.speedup_vs_best_cpu:.2f}× the best CPU figure)"
         out.append(s)
     return out
 
 
-def doctor_lines(doctor: Any) -> List[str]:
+def doctor_lines(doctor: Optional[DoctorSection]) -> List[str]:
     """`mlprobe doctor`'s verdict and findings as Markdown lines (blocking and warnings in full, the rest
     named)."""
-    if not isinstance(doctor, dict):
+    if doctor is None:
         return []
-    if doctor.get("available") is False:
-        return [md_text(str(doctor.get("note") or "doctor did not run"))]
-    lines = [f"**{md_text(str(doctor.get('summary') or ''))}**", ""]
+    if doctor.result is None:
+        return [md_text((doctor.missing.note if doctor.missing is not None else None) or "doctor did not run")]
+    lines = [f"**{md_text(doctor.result.summary or '')}**", ""]
     infos = []
-    for f in doctor.get("findings") or []:
-        if not isinstance(f, dict):
+    for f in doctor.result.findings:
+        if f.severity == "info":
+            infos.append(md_text(f.title))
             continue
-        if f.get("severity") == "info":
-            infos.append(md_text(str(f.get("title"))))
-            continue
-        lines.append(f"- **{md_text(str(f.get('severity', '')).upper())}** {md_text(str(f.get('title')))} "
-                     f"({md_code(f.get('rule'))})")
-        for e in (f.get("evidence") or [])[:3]:
-            if isinstance(e, dict):
-                lines.append(f"  - evidence, {md_code(e.get('capture'))}: {md_code(str(e.get('line'))[:300])}")
-        fixes = [str(x) for x in f.get("fix") or []]
-        if fixes:
-            lines.append("  - fix: " + "; ".join(md_code(x) for x in fixes))
+        lines.append(f"- **{md_text(f.severity.upper())}** {md_text(f.title)} ({md_code(f.rule)})")
+        for e in f.evidence[:3]:
+            lines.append(f"  - evidence, {md_code(e.capture)}: {md_code(e.line[:300])}")
+        if f.fix:
+            lines.append("  - fix: " + "; ".join(md_code(x) for x in f.fix))
     if infos:
         lines.append("- also: " + "; ".join(infos))
     return lines
 
 
-def summary_rows(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
-    scan = doc.get("scan") or {}
-    raw_ov = scan.get("overrides")
-    ov: Dict[str, Any] = raw_ov if isinstance(raw_ov, dict) else {}
+def summary_rows(report: ReportEnvelope) -> List[Tuple[str, str]]:
+    scan = report.scan
+    ov = scan.overrides
     rows = [("OS", os_line(scan) + (" (Python overridden)" if "MLPROBE_OVERRIDE_PYTHON_VERSION" in ov else "")),
             ("CPU", cpu_line(scan) + (" (flags overridden)" if "MLPROBE_OVERRIDE_CPU_FLAGS" in ov else ""))]
     for key, value in ov.items():
         rows.append(("Overridden", f"{key}={value} (set for testing, not read from the machine)"))
-    gpus = [g for g in scan.get("gpus") or [] if isinstance(g, dict)]
-    if not gpus:
+    if not scan.gpus:
         rows.append(("GPU", "none found"))
-    for i, g in enumerate(gpus):
-        rows.append((f"GPU {i}" if len(gpus) > 1 else "GPU", gpu_line(g)))
-    for u in scan.get("usb_accelerators") or []:
-        if isinstance(u, dict):
-            rows.append(
-                ("USB accelerator", f"{u.get('name') or ''} [{u.get('vendor_id')}:{u.get('product_id')}]")
-            )
-    for label, value in (("Runtimes", runtimes_line(scan)), ("Frameworks", frameworks_line(scan))):
-        if value:
-            rows.append((label, value))
-    picks = plan_picks(doc.get("plan"))
-    for fw, label in picks:
-        rows.append((f"Plan: {fw}", label))
-    for line in installed_lines(doc.get("plan")):
+    for i, g in enumerate(scan.gpus):
+        rows.append((f"GPU {i}" if len(scan.gpus) > 1 else "GPU", gpu_line(g)))
+    for u in scan.usb_accelerators:
+        rows.append(("USB accelerator", f"{u.name or ''} [{u.vendor_id}:{u.product_id}]"))
+    for label, line in (("Runtimes", runtimes_line(scan)), ("Frameworks", frameworks_line(scan))):
+        if line:
+            rows.append((label, line))
+    picks = plan_picks(report.plan.plan)
+    for fw, pick in picks:
+        rows.append((f"Plan: {fw}", pick))
+    for line in installed_lines(report.plan.plan):
         rows.append(("Installed", line))
-    if not picks and isinstance(doc.get("plan"), dict) and doc["plan"].get("note"):
-        rows.append(("Plan", str(doc["plan"]["note"])))
-    if "verify" in doc:
-        for line in verify_lines(doc.get("verify")) or ["no results"]:
+    missing = report.plan.missing
+    if not picks and missing is not None and missing.note:
+        rows.append(("Plan", missing.note))
+    if report.verify is not None:
+        for line in verify_lines(report.verify) or ["no results"]:
             rows.append(("Verify", line))
-    for w in scan.get("warnings") or []:
+    for w in scan.warnings:
         rows.append(("Warning", str(w)))
     return _capped(rows)
 
 
-def _redaction_line(doc: Dict[str, Any]) -> str:
-    red = doc.get("redactions") or {}
-    if not red.get("enabled"):
+def _redaction_line(red: Redactions) -> str:
+    if not red.enabled:
         return (
             "> [!WARNING]\n> **This report is NOT redacted** (`--no-redact`): it may hold host and user "
             "names, home paths, IP/MAC addresses, GPU UUIDs, serial numbers and secrets."
         )
-    kinds = red.get("kinds") or {}
+    kinds = red.kinds or {}
     if not kinds:
         return "Redacted: nothing identifying was found."
-    what = ", ".join(f"{k} ×{v.get('occurrences', 0)}" for k, v in kinds.items())
+    what = ", ".join(f"{k} ×{v.occurrences}" for k, v in kinds.items())
     return f"Redacted ({what}); the same value has the same placeholder throughout."
 
 
@@ -393,18 +341,17 @@ def _cut(text: str, limit: int) -> Tuple[str, int]:
     return head, head.count("\n")
 
 
-def _raw_files(doc: Dict[str, Any]) -> List[Tuple[str, str]]:
-    bundle = doc.get("capture_bundle")
-    if not isinstance(bundle, dict) or not isinstance(bundle.get("files"), dict):
+def _raw_files(bundle: Optional[CaptureBundle]) -> List[Tuple[str, str]]:
+    if bundle is None:
         return []
     out = []
-    for name, entry in sorted(bundle["files"].items()):
-        if isinstance(entry, dict) and isinstance(entry.get("text"), str):
+    for name, entry in sorted(bundle.files.items()):
+        if entry.text is not None:
             # For reading (a Markdown report is never replayed): line ends as LF, control characters
             # and escape sequences shown as escapes.
-            out.append((name, safe(entry["text"].replace("\r\n", "\n"))))
-        elif isinstance(entry, dict) and isinstance(entry.get("base64"), str):
-            out.append((name, f"[{len(entry['base64'])} characters of base64 data: see the JSON report]\n"))
+            out.append((name, safe(entry.text.replace("\r\n", "\n"))))
+        elif entry.base64 is not None:
+            out.append((name, f"[{len(entry.base64)} characters of base64 data: see the JSON report]\n"))
     return out
 
 
@@ -422,45 +369,47 @@ def _water_fill(sizes: Sequence[int], budget: int) -> int:
     return lo
 
 
+class _Section(Protocol):
+    def to_json(self) -> object: ...
+
+
 class _Layout:
-    def __init__(self, doc: Dict[str, Any]) -> None:
-        self.doc = doc
+    def __init__(self, report: ReportEnvelope) -> None:
+        self.report = report
         self.trimmed: List[str] = []
 
     def head(self) -> str:
-        d = self.doc
+        r = self.report
         lines = [
             "### mlprobe report",
             "",
-            f"mlprobe {md_text(d.get('mlprobe_version', '?'))} · "
-            f"report v{md_text(d.get('report_version', '?'))} · {md_text(d.get('generated_at', '?'))}",
+            f"mlprobe {md_text(r.mlprobe_version)} · report v{md_text(r.report_version)} · {md_text(r.generated_at)}",
             "",
-            _redaction_line(d),
+            _redaction_line(r.redactions),
             "",
             "| | |",
             "| --- | --- |",
         ]
-        lines += [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in summary_rows(d)]
-        shown = {str((d.get(k) or {}).get("note")) for k in ("plan", "verify", "doctor") if isinstance(d.get(k), dict)}
-        notes = [
-            n
-            for n in d.get("notes") or []
-            if isinstance(n, str) and n not in shown and not n.startswith("replay this machine")
-        ]
+        lines += [f"| **{_cell(k)}** | {_cell(v)} |" for k, v in summary_rows(r)]
+        shown = {s.missing.note for s in (r.plan, r.verify, r.doctor) if s is not None and s.missing is not None}
+        notes = [n for n in r.notes if n not in shown and not n.startswith("replay this machine")]
         if notes:
             lines += [""] + [f"- {md_text(n)}" for n in notes]
-        doctor = doctor_lines(d.get("doctor"))
+        doctor = doctor_lines(r.doctor)
         if doctor:
             lines += ["", "#### Doctor", ""] + doctor
         return "\n".join(lines)
 
     def json_sections(self, compact: bool, drop: Sequence[str]) -> List[str]:
         out = []
-        for key, title in (("scan", "Scan (JSON)"), ("plan", "Plan (JSON)"), ("verify", "Verify (JSON)"),
-                           ("doctor", "Doctor (JSON)")):
-            if key not in self.doc or key in drop:
+        r = self.report
+        sections: Tuple[Tuple[str, str, Optional[_Section]], ...] = (
+            ("scan", "Scan (JSON)", r.scan), ("plan", "Plan (JSON)", r.plan), ("verify", "Verify (JSON)", r.verify),
+            ("doctor", "Doctor (JSON)", r.doctor))
+        for key, title, section in sections:
+            if section is None or key in drop:
                 continue
-            data = self.doc[key]
+            data = section.to_json()  # the section as the JSON report holds it
             text = (
                 json.dumps(data, ensure_ascii=False, separators=(",", ":"))
                 if compact
@@ -487,7 +436,8 @@ class _Layout:
             parts.append(details(f"<code>{_html_safe(name)}</code>", fence(shown, "text")))
         if left_out:
             trims.append("left out " + ", ".join(left_out))
-        redacted = (self.doc.get("capture_bundle") or {}).get("redacted", True)
+        bundle = self.report.capture_bundle
+        redacted = bundle.redacted if bundle is not None else True
         title = f"Raw captures ({len(files)} files{', redacted' if redacted else ', NOT redacted'})"
         if not parts:
             return details(title, "All captures were left out to fit the comment limit."), trims
@@ -513,11 +463,11 @@ def _trim_note(trims: Sequence[str]) -> Optional[str]:
     )
 
 
-def render_markdown(doc: Dict[str, Any], limit: int = GITHUB_COMMENT_LIMIT) -> str:
+def render_markdown(report: ReportEnvelope, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     budget = limit - SAFETY_MARGIN
-    lay = _Layout(doc)
+    lay = _Layout(report)
     head = lay.head()
-    files = _raw_files(doc)
+    files = _raw_files(report.capture_bundle)
     # Escalating ways to fit: (compact JSON?, JSON sections to drop).
     plans: List[Tuple[bool, Tuple[str, ...]]] = [
         (False, ()),

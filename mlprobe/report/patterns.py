@@ -7,7 +7,9 @@ import json
 import math
 import re
 from collections import Counter
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+
+from ..model.jsontypes import JsonValue
 
 # kind -> what it stands for (listed in the report's `redactions`).
 KINDS: Dict[str, str] = {
@@ -389,13 +391,14 @@ def csv_cells(text: str) -> Iterator[Tuple[int, int, str, str]]:
             off += len(cell) + 1
 
 
-def protected_values(scan_report: Mapping[str, Any]) -> List[str]:
-    """The strings of a scan report that a replay must reproduce exactly (facts, not identities):
-    everything except ids, serials, interpreter and package paths, probe errors and the source."""
+def protected_values(scan_report: Mapping[str, JsonValue]) -> List[str]:
+    """The strings of a scan report's JSON (what the redactor reads) that a replay must reproduce
+    exactly (facts, not identities): everything except ids, serials, interpreter and package paths,
+    probe errors and the source."""
     skip = {"uuid", "serial", "executable", "location", "source", "probes", "env", "error"}
     out: List[str] = []
 
-    def walk(obj: Any, key: Optional[str]) -> None:
+    def walk(obj: JsonValue, key: Optional[str]) -> None:
         if key in skip:
             return
         if isinstance(obj, dict):
