@@ -20,10 +20,9 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
-from ..model.contract import ContractError, from_json
 from ..model.facts import Facts
-from ..model.jsontypes import JsonObject, JsonValue
-from ..model.plan import Plan
+from ..model.jsontypes import JsonObject
+from ..model.plan import Plan, plan_of_report
 from ..ui import safe_line
 
 DEFAULT_PREFIX = "mlprobe.feature.node.kubernetes.io"
@@ -89,17 +88,7 @@ def labels_for(report: JsonObject, prefix: str = DEFAULT_PREFIX) -> Dict[str, st
     JSON), read here into the scan's Facts and the Plan (leniently, as a report nobody checked)."""
     scan_v = report.get("scan")
     return node_labels(Facts.from_report(scan_v if isinstance(scan_v, dict) else report),
-                       _plan_of(report.get("plan")), prefix)
-
-
-def _plan_of(doc: JsonValue) -> Optional[Plan]:
-    """The report's plan; None for none (`{"available": false, ...}`) or one that cannot be read."""
-    if not isinstance(doc, dict) or doc.get("available") is False:
-        return None
-    try:
-        return from_json(Plan, doc, lenient=True)
-    except ContractError:
-        return None
+                       plan_of_report(report.get("plan")), prefix)
 
 
 def node_labels(facts: Facts, plan: Optional[Plan], prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:

@@ -276,5 +276,16 @@ def plan_schema() -> Dict[str, Any]:
     return json_schema(Plan, "mlprobe plan")
 
 
+def plan_of_report(doc: Any) -> Optional[Plan]:
+    """A report's plan section read as a document nobody checked (model/contract.py's lenient
+    reading); None when the report has none (`{"available": false, ...}`) or it cannot be read."""
+    if not isinstance(doc, dict) or doc.get("available") is False:
+        return None
+    try:
+        return from_json(Plan, doc, lenient=True)
+    except ContractError:
+        return None
+
+
 __all__ = ["ConfigFile", "ContractError", "GpuUse", "IndexRef", "InstalledFinding", "PLAN_VERSION", "Plan", "PlanTarget",
-           "Recommendation", "Rejection", "RetiredPath", "ShimStep", "VerifyTarget", "plan_schema"]
+           "Recommendation", "Rejection", "RetiredPath", "ShimStep", "VerifyTarget", "plan_of_report", "plan_schema"]

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
-from ..model.contract import ContractError, from_json
 from ..model.facts import CpuFacts, Facts, FrameworkFacts, GpuFacts, OsFacts, PythonFacts, ScanReport
 from ..model.jsontypes import JsonObject, JsonValue
-from ..model.plan import Plan
+from ..model.plan import Plan, plan_of_report
 from .markdown import plan_picks
 
 GPU_FIELDS = (
@@ -85,21 +84,10 @@ def _label(p: Path) -> str:
     return display_path(p)
 
 
-def _report_plan(doc: JsonValue) -> Optional[Plan]:
-    """A report's plan, read as a document nobody checked (model/contract.py's lenient reading); None
-    when the report has none (`{"available": false, ...}`) or it cannot be read as one."""
-    if not isinstance(doc, dict) or doc.get("available") is False:
-        return None
-    try:
-        return from_json(Plan, doc, lenient=True)
-    except ContractError:
-        return None
-
-
 def read_side(label: str, scan: JsonValue, plan: JsonValue, kind: str) -> Side:
     """One side from the JSON of its scan and plan (a report's `scan` and `plan`, or a scan JSON and
     no plan), read leniently: a value of the wrong type is unknown."""
-    return Side(label, Facts.from_report(scan), _report_plan(plan), kind)
+    return Side(label, Facts.from_report(scan), plan_of_report(plan), kind)
 
 
 def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
