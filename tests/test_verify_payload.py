@@ -222,6 +222,63 @@ def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
     np.testing.assert_allclose(grads[0], c1.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+@pytest.mark.parametrize("which", ["adam", "adadelta"])
+@pytest.mark.parametrize("foreach", [False, True])
+def test_the_payloads_optimizers_update_as_torch_optim_does(which: str, foreach: bool) -> None:
+    # verify trains without torch.optim (its first step imports torch._dynamo, seconds of import);
+    # the updates must be torch.optim's, on both paths (per tensor; one call over all tensors)
+    import torch
+    import torch.nn.functional as F
+
+    from mlprobe.verify.payload import torch as T
+
+    def model() -> "torch.nn.Module":
+        torch.manual_seed(7)
+        return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                   torch.nn.Linear(4 * 6 * 6, 10)).double()
+
+    ours_m, theirs_m = model(), model()
+    if which == "adam":
+        ours = T.adam(torch, ours_m.parameters(), lr=0.01)
+        theirs = torch.optim.Adam(theirs_m.parameters(), lr=0.01, foreach=foreach)
+    else:
+        ours = T.adadelta(torch, ours_m.parameters(), lr=1.0, rho=0.95, eps=1e-7)
+        theirs = torch.optim.Adadelta(theirs_m.parameters(), lr=1.0, rho=0.95, eps=1e-7, foreach=foreach)
+    ours.foreach = foreach
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(5):
+        x = torch.rand(8, 1, 8, 8, generator=gen, dtype=torch.float64)
+        y = torch.randint(0, 10, (8,), generator=gen)
+        for m, opt in ((ours_m, ours), (theirs_m, theirs)):
+            opt.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            opt.step()
+    moved = 0.0
+    for a, b, start in zip(ours_m.parameters(), theirs_m.parameters(), model().parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+        moved += float((a - start).abs().sum().detach())
+    assert moved > 1e-3  # the parameters did move: the comparison is not of two untouched models
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+def test_a_torch_run_does_not_import_torch_dynamo() -> None:
+    code = ("import sys, json\n"
+            "from mlprobe.verify.payload import torch as T, _harness as H\n"
+            "H._proto = sys.stderr\n"
+            "cfg = {'seed': 1, 'speed_batch': 8, 'quick': True, 'warmup_cpu': 1, 'warmup_accel': 1,\n"
+            "       'speed_repeats': 2, 'speed_min_repeats': 1, 'speed_repeat_s': 0.01, 'speed_budget_s': 1,\n"
+            "       'speed_stable_after': 2, 'speed_stable_rtol': 0.5, 'learn_max_steps': 10, 'learn_max_s': 5,\n"
+            "       'learn_batch': 32, 'learn_target': 2.0}\n"
+            "b = T.Backend(cfg)\n"
+            "dev = b.devices()[0][0]\n"
+            "b.learning(dev, False); b.speed(dev, False)\n"
+            "print(json.dumps('torch._dynamo' in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "false"
+
+
 def test_median_stable_needs_enough_repeats_and_a_still_median() -> None:
     cfg = dict(P.DEFAULTS)
     assert not P.median_stable(cfg, [100.0, 100.0, 100.0])  # fewer than speed_stable_after

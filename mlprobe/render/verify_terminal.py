@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Dict, List, Optional
 
 from ..verify.verdict import fmt_ips, fmt_ratio
@@ -26,6 +27,7 @@ class Progress:
         # piped or captured gets the result, not the progress); nothing with --quiet.
         self.live = ui.progress_enabled() if stream is None else self.console.is_terminal and not ui.quiet()
         self.lines = ui.verbose()
+        self.t0 = time.monotonic()  # the lines say when (a timeline of where verify's time goes)
         self.status: Any = self.console.status("verify: starting") if self.live else None
         if self.status is not None:
             self.status.start()
@@ -36,7 +38,7 @@ class Progress:
             if done:
                 self.console.print(f"  {text}")
         elif done and self.lines:
-            self.console.print(f"verify: {text}")
+            self.console.print(f"verify +{time.monotonic() - self.t0:.1f} s: {text}", soft_wrap=True)
 
     def event(self, ev: Dict[str, Any]) -> None:
         from ..ui import deep_safe
@@ -47,7 +49,7 @@ class Progress:
         if kind == "discover":
             self._say(f"looking for frameworks in {ev.get('python')}")
         elif kind == "hello":
-            self._say(f"{fw} {ev.get('version') or ''} imported in {ev.get('import_s', 0):.1f} s")
+            self._say(f"{fw} {ev.get('version') or ''} imported in {ev.get('import_s', 0):.1f} s", done=self.lines)
         elif kind == "stage":
             self._say(f"{fw} {ev.get('device')}: {STAGES.get(ev.get('stage', ''), ev.get('stage'))} ...")
         elif kind == "tick" and self.status is not None:

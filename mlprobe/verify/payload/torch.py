@@ -13,6 +13,102 @@ MODULES = ("torch",)
 DISTS = ("torch",)
 
 
+class _Optimizer(object):
+    """Adam and Adadelta as torch.optim computes them (the same update, in the same tensor ops: one
+    call per op over all tensors (torch._foreach_*) where torch.optim would use it, per tensor
+    elsewhere), written here because torch.optim's first step imports torch._dynamo: 1.5-5 s of
+    import, several times the stage it is part of, which nobody's training loop pays twice."""
+
+    def __init__(self, torch, params, kind, **hyper):
+        self.t = torch
+        self.params = [p for p in params if p.requires_grad]
+        self.kind = kind
+        self.hyper = hyper
+        self.steps = 0
+        self.state = [[torch.zeros_like(p) for p in self.params] for _ in range(2)]
+        where = self.params[0].device.type if self.params else "cpu"
+        self.foreach = (hasattr(torch, "_foreach_lerp_") and hasattr(torch, "_foreach_addcdiv_")
+                        and where in _foreach_devices(torch))
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    def step(self):
+        t = self.t
+        with t.no_grad():
+            ps = [p for p in self.params if p.grad is not None]
+            if len(ps) != len(self.params):
+                raise RuntimeError("a parameter has no gradient")
+            gs = [p.grad for p in ps]
+            self.steps += 1
+            if self.kind == "adam":
+                self._adam(ps, gs, *self.state)
+            else:
+                self._adadelta(ps, gs, *self.state)
+
+    def _adam(self, ps, gs, avg, avg_sq):
+        t, h, n = self.t, self.hyper, self.steps
+        b1, b2 = h["betas"]
+        step_size = h["lr"] / (1 - b1 ** n)
+        bc2_sqrt = (1 - b2 ** n) ** 0.5
+        if self.foreach:
+            t._foreach_lerp_(avg, gs, 1 - b1)
+            t._foreach_mul_(avg_sq, b2)
+            t._foreach_addcmul_(avg_sq, gs, gs, value=1 - b2)
+            denom = t._foreach_sqrt(avg_sq)
+            t._foreach_div_(denom, bc2_sqrt)
+            t._foreach_add_(denom, h["eps"])
+            t._foreach_addcdiv_(ps, avg, denom, value=-step_size)
+            return
+        for p, g, m, v in zip(ps, gs, avg, avg_sq):
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / bc2_sqrt).add_(h["eps"])
+            p.addcdiv_(m, denom, value=-step_size)
+
+    def _adadelta(self, ps, gs, square_avg, acc_delta):
+        t, h = self.t, self.hyper
+        rho, eps, lr = h["rho"], h["eps"], h["lr"]
+        if self.foreach:
+            t._foreach_mul_(square_avg, rho)
+            t._foreach_addcmul_(square_avg, gs, gs, value=1 - rho)
+            std = t._foreach_add(square_avg, eps)
+            t._foreach_sqrt_(std)
+            deltas = t._foreach_add(acc_delta, eps)
+            t._foreach_sqrt_(deltas)
+            t._foreach_div_(deltas, std)
+            t._foreach_mul_(deltas, gs)
+            t._foreach_mul_(acc_delta, rho)
+            t._foreach_addcmul_(acc_delta, deltas, deltas, value=1 - rho)
+            t._foreach_add_(ps, deltas, alpha=-lr)
+            return
+        for p, g, sq, acc in zip(ps, gs, square_avg, acc_delta):
+            sq.mul_(rho).addcmul_(g, g, value=1 - rho)
+            std = sq.add(eps).sqrt_()
+            delta = acc.add(eps).sqrt_().div_(std).mul_(g)
+            acc.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+            p.add_(delta, alpha=-lr)
+
+
+def _foreach_devices(torch):
+    """The device types torch.optim gives its one-call-for-all-tensors kernels by default."""
+    out = ["cuda", "xpu", "mtia"]
+    try:
+        out.append(torch._C._get_privateuse1_backend_name())
+    except Exception:
+        pass
+    return out
+
+
+def adam(torch, params, lr):
+    return _Optimizer(torch, params, "adam", lr=lr, betas=(0.9, 0.999), eps=1e-8)
+
+
+def adadelta(torch, params, lr, rho, eps):
+    return _Optimizer(torch, params, "adadelta", lr=lr, rho=rho, eps=eps)
+
+
 class TorchBackend(object):
     name = "torch"
 
@@ -175,7 +271,7 @@ class TorchBackend(object):
         d = self._dev(dev)
         model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(8 * 7 * 7, 10)).to(d)
-        opt = t.optim.Adam(model.parameters(), lr=0.01)
+        opt = adam(t, model.parameters(), lr=0.01)
         xs, ys = learning_data(cfg["seed"] + 2, 1024)
         xt, yt = learning_data(cfg["seed"] + 3, 512)
         x = t.tensor(xs, dtype=t.float32).view(-1, 1, s, s).to(d)
@@ -213,7 +309,7 @@ class TorchBackend(object):
         d = self._dev(dev)
         model = self.mnist_cnn().to(d)
         model.train()
-        opt = t.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
+        opt = adadelta(t, model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
         x = t.rand(b, 1, 28, 28).to(d)
         y = t.randint(0, 10, (b,)).to(d)
         if dev["kind"] in ("cuda", "rocm"):
