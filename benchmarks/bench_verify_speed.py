@@ -52,7 +52,7 @@ for _ in range(5):  # warm-up
     step()
 sync()
 t0 = time.perf_counter(); step(); sync(); step_s = time.perf_counter() - t0
-k = max(1, min(500, int(0.4 / max(step_s, 1e-6)) + 1))  # ~0.4 s per timed chunk, like verify
+k = max(1, min(500, int(0.25 / max(step_s, 1e-6)) + 1))  # ~0.25 s per timed chunk, like verify
 rates = []
 for _ in range(7):
     t0 = time.perf_counter()

@@ -199,7 +199,7 @@ def test_cli_json_prints_only_json_and_returns_the_exit_code(tmp_path: Path) -> 
 
 
 def test_a_crash_costs_only_its_device_and_the_rest_run_in_a_new_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlprobe.verify import runner
+    from mlprobe.verify import children as runner
     from mlprobe.verify.child import ChildResult
 
     devices = [{"id": "cpu", "kind": "cpu"}, {"id": "cuda:0", "kind": "cuda"}, {"id": "cuda:1", "kind": "cuda"}]
@@ -218,12 +218,91 @@ def test_a_crash_costs_only_its_device_and_the_rest_run_in_a_new_child(monkeypat
         return ChildResult(events=evs, returncode=0)
 
     monkeypatch.setattr(runner, "run_child", fake_child)
-    run = runner._FrameworkRun("python", "torch", runner.RunOptions(quick=False, timeout=5, stall=5), None)
-    todo = runner._run_torch_or_tf(run, None)
+    run = runner.FrameworkChildren("python", "torch", runner.RunOptions(quick=False, timeout=5, stall=5), None)
+    todo = runner.run_torch_or_tf(run, None)
     assert todo == ["cpu", "cuda:0", "cuda:1"]
     assert set(run.done) == {"cpu", "cuda:1"}
     assert "SIGSEGV" in run.failed["cuda:0"]["message"] and "speed test" in run.failed["cuda:0"]["message"]
     assert calls[1]["devices"] == ["cuda:1"] and calls[1]["cpu_baseline"] is False
+
+
+SPLIT_DEVICES = [{"id": "cpu", "kind": "cpu"}, {"id": "cuda:0", "kind": "cuda"}, {"id": "cuda:1", "kind": "cuda"}]
+SPLIT_OK = {"correctness": {"passed": True}, "learning": {"passed": True}, "speed": {"images_per_s": 10.0}}
+
+
+def split_child(calls: list, accel_fails: str = ""):  # type: ignore[no-untyped-def,type-arg]
+    """A fake child for a split run: it lists SPLIT_DEVICES and runs the ones its config asks for."""
+    from mlprobe.verify.child import ChildResult
+
+    def fake(python, args, env=None, timeout=0, stall=0, on_event=None, gate=None):  # type: ignore[no-untyped-def]
+        cfg = json.loads(args[1])
+        calls.append(cfg)
+        want = cfg.get("devices") or ["cpu", "gpu"]
+        if accel_fails and want == ["gpu"]:
+            return ChildResult(events=[], returncode=-11, ended="crash", detail="SIGSEGV",
+                               stderr_tail=accel_fails)
+        head = [{"event": "hello", "version": "9"},
+                {"event": "devices", "devices": SPLIT_DEVICES, "unavailable": [{"id": "mps", "reason": "no"}]}]
+        runs = [d["id"] for d in SPLIT_DEVICES if "gpu" in want and d["kind"] != "cpu" or d["id"] in want]
+        evs = head + [{"event": "device_done", "device": d, "data": SPLIT_OK} for d in runs] + [{"event": "done"}]
+        return ChildResult(events=evs, returncode=0)
+    return fake
+
+
+def test_a_split_run_times_the_cpu_and_the_accelerators_in_two_children_and_joins_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.verify import children
+
+    calls: list = []  # type: ignore[type-arg]
+    monkeypatch.setattr(children, "run_child", split_child(calls))
+    run = children.FrameworkChildren("python", "torch", children.RunOptions(quick=False, timeout=5, stall=5), None)
+    todo = children.run_split(run)
+    assert todo == ["cpu", "cuda:0", "cuda:1"]  # the order one child gives: the CPU first
+    assert set(run.done) == {"cpu", "cuda:0", "cuda:1"} and not run.failed and run.fatal is None
+    asked = sorted((c["devices"], c["cpu_baseline"]) for c in calls)
+    assert asked == [(["cpu"], True), (["gpu"], False)]  # the accelerators' child does not time the CPU again
+    assert run.unavailable == [{"id": "mps", "reason": "no"}]  # both children list it: once
+
+
+def test_a_split_run_whose_accelerator_child_dies_says_so_and_keeps_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.verify import children
+
+    calls: list = []  # type: ignore[type-arg]
+    monkeypatch.setattr(children, "run_child", split_child(calls, accel_fails="Fatal Python error: cuInit"))
+    run = children.FrameworkChildren("python", "torch", children.RunOptions(quick=False, timeout=5, stall=5), None)
+    todo = children.run_split(run)
+    assert todo == ["cpu"] and set(run.done) == {"cpu"} and run.fatal is None
+    gone = [u for u in run.unavailable if u["id"] == "gpu"]
+    assert gone and "accelerators" in str(gone[0]["reason"]) and "SIGSEGV" in str(gone[0]["reason"])
+
+
+def test_when_a_framework_splits_its_devices() -> None:
+    from mlprobe.verify.children import split_devices
+    from mlprobe.verify.overlap import TimingGate
+
+    gate = TimingGate()
+    cuda, cpu_build = Found(importable=True, version="2.11.0+cu130"), Found(importable=True, version="2.13.0+cpu")
+    assert split_devices("torch", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})
+    assert not split_devices("torch", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "0"})
+    assert not split_devices("torch", cuda, "cuda:0", gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # a --device run
+    assert not split_devices("torch", cuda, None, None, {"MLPROBE_VERIFY_SPLIT": "1"})  # the serial schedule
+    assert not split_devices("plaidml", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # one per device already
+    assert not split_devices("jax", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # its GPU memory, reserved twice
+    assert not split_devices("torch", cpu_build, None, gate, {})  # a CPU-only build has nothing to split off
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_forced_split_on_a_cpu_only_torch_gives_the_same_devices_and_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = run_verify(framework="torch", cpu_peers=False, overrides=FAST)
+    monkeypatch.setenv("MLPROBE_VERIFY_SPLIT", "1")
+    split = run_verify(framework="torch", cpu_peers=False, overrides=FAST)
+
+    def shape(doc: Dict[str, Any]) -> Any:
+        return ([(r["framework"], r["device"], r["verdict"]) for r in doc["results"]],
+                [(f["name"], f["status"], f.get("unavailable_devices")) for f in doc["frameworks"]])
+    assert shape(split) == shape(plain)
+    assert only(split, device="cpu")["verdict"] == "CPU"
 
 
 def test_mlprobe_process_never_imports_the_framework(tmp_path: Path) -> None:

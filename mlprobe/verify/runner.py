@@ -9,7 +9,7 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
@@ -20,8 +20,9 @@ from ..model.jsontypes import JsonObject, JsonValue
 from ..model.verify import CpuFigure, DeviceResult, FrameworkRun, SlowGpu, VerifyPython, VerifyRequest, VerifyResult
 from ..model.vocabulary import vocabulary
 from . import verdict as V
-from .child import ChildResult, Event, EventSink, child_env, run_child
-from .devicecheck import VISIBILITY, Device, Listing, diagnose, matches, probe_loaders
+from .child import Event, EventSink
+from .children import FrameworkChildren, RunOptions, run_plaidml, run_split, run_torch_or_tf, split_devices, wanted
+from .devicecheck import VISIBILITY, Listing, diagnose, matches, probe_loaders
 from .discover import FRAMEWORKS, Discovery, Found, _obj, _objects, _s, discover
 from .overlap import TimingGate, run_lanes
 from .payload._harness import DEFAULTS as PAYLOAD_DEFAULTS
@@ -68,11 +69,6 @@ def resolve_python(python: Optional[str]) -> str:
     return found
 
 
-def wanted(dev: Device, request: Optional[str]) -> bool:
-    """As the payload's `wanted` reads a request: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
-    return matches(dev, request)
-
-
 def select_frameworks(framework: str, found: Discovery) -> Tuple[List[str], List[FrameworkRun]]:
     """(frameworks to run, framework records for those asked for but not importable)."""
     have = {f for f in FRAMEWORKS if found.importable(f)}
@@ -94,183 +90,12 @@ def select_frameworks(framework: str, found: Discovery) -> Tuple[List[str], List
     return [], missing
 
 
-def _failure(child: ChildResult, framework: str, device: str, stage: Optional[str]) -> JsonObject:
-    where = f" during the {V.STAGE_WORDS.get(stage or '', stage)}" if stage else ""
-    msg = f"the {framework} process {child.how()}{where} on {device}"
-    line = child.last_error_line()
-    if line and child.ended in ("crash", "exit"):
-        msg += f" (last message: {line})"
-    return {"ended": child.ended, "detail": child.detail, "stage": stage, "message": msg,
-            "stderr_tail": child.stderr_tail[-1500:]}
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What every child of one verify run is given: limits, the payload's overrides, the variables of
-    the environment, fault injection (tests) and the timing gate of the overlapped schedule."""
-
-    quick: bool
-    timeout: float
-    stall: float
-    inject: Optional[JsonObject] = None
-    overrides: JsonObject = field(default_factory=dict)
-    env: Dict[str, str] = field(default_factory=dict)
-    gate: Optional[TimingGate] = None
-
-
-class _FrameworkRun:
-    """Collects one framework's device results across one or more child processes."""
-
-    def __init__(self, python: str, framework: str, opts: RunOptions, on_event: Optional[EventSink]):
-        self.python, self.fw, self.opts, self.on_event = python, framework, opts, on_event
-        self.version: Optional[str] = None
-        self.info: JsonObject = {}
-        self.import_s: Optional[float] = None
-        # the payload's records, as its events carry them (JSON): devices, stage results, failures
-        self.meta: Dict[str, JsonObject] = {}
-        self.order: List[str] = []
-        self.partial: Dict[str, JsonObject] = {}
-        self.done: Dict[str, JsonObject] = {}
-        self.failed: Dict[str, JsonObject] = {}
-        self.unavailable: List[JsonObject] = []
-        self.fatal: Optional[JsonObject] = None
-
-    def _sink(self, ev: Event) -> None:
-        if self.on_event is not None:
-            self.on_event(dict(ev, framework=self.fw, python=self.python))
-
-    def child(self, cfg: JsonObject, env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
-        import json
-
-        full: JsonObject = dict(PAYLOAD_DEFAULTS)
-        full.update(self.opts.overrides)
-        full.update({"framework": self.fw, "quick": self.opts.quick})
-        if self.opts.inject:
-            full["inject"] = self.opts.inject
-        gate = self.opts.gate
-        if gate is not None:
-            full["gated"] = True  # timed loops wait for the gate (verify/overlap.py)
-            full["parent_pid"] = os.getpid()  # a paused child must not outlive this process
-        full.update(cfg)
-        overlap = {"gate": gate} if gate is not None else {}
-        res = run_child(self.python, ["run", json.dumps(full)],
-                        env=child_env(dict(self.opts.env, **(env_extra or {}))),
-                        timeout=self.opts.timeout, stall=self.opts.stall, on_event=self._sink, **overlap)
-        current: Optional[Tuple[str, str]] = None
-        hello = False
-        # The child's events are JSON (verify/child.py): each value is read for the shape the payload sends.
-        for ev in res.events:
-            kind = ev.get("event")
-            dev, stage = _s(ev.get("device")), _s(ev.get("stage"))
-            if kind == "hello":
-                hello = True
-                self.version = _s(ev.get("version")) or self.version
-                self.info = _obj(ev.get("info")) or self.info  # the last child's (the one that ran devices)
-                import_s = ev.get("import_s")
-                if self.import_s is None and isinstance(import_s, (int, float)):
-                    self.import_s = float(import_s)
-            elif kind == "devices":
-                for d in _objects(ev.get("devices")):
-                    did = _s(d.get("id"))
-                    if did is not None and did not in self.meta:
-                        self.meta[did] = d
-                        self.order.append(did)
-                for u in _objects(ev.get("unavailable")):
-                    if u not in self.unavailable:
-                        self.unavailable.append(u)
-            elif kind == "stage" and dev is not None and stage is not None:
-                current = (dev, stage)
-            elif kind == "result" and dev is not None and stage is not None:
-                self.partial.setdefault(dev, {})[stage] = ev.get("data")
-            elif kind == "device_done" and dev is not None:
-                self.done[dev] = _obj(ev.get("data"))
-                current = None
-            elif kind == "fatal":
-                self.fatal = {"stage": ev.get("stage"), "message": ev.get("error"),
-                              "traceback": ev.get("traceback")}
-        if not res.clean and self.fatal is None:
-            if current and current[0] not in self.done:
-                self.failed[current[0]] = _failure(res, self.fw, current[0], current[1])
-            elif not hello:
-                self.fatal = {"stage": "import",
-                              "message": f"the {self.fw} process {res.how()} while importing {self.fw}"
-                                         + (f" (last message: {res.last_error_line()})"
-                                            if res.last_error_line() else ""),
-                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
-            else:
-                self.fatal = {"stage": "run", "message": f"the {self.fw} process {res.how()}",
-                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
-        return res
-
-    def remaining(self, todo: Sequence[str]) -> List[str]:
-        return [d for d in todo if d not in self.done and d not in self.failed]
-
-
-def _device_todo(meta: Dict[str, JsonObject], order: List[str], request: Optional[str]) -> List[str]:
-    """Devices to run for a request: the matches, plus the CPU as the baseline when anything matched."""
-    hits = [d for d in order if wanted(meta[d], request)]
-    if request and hits and not any(meta[d]["kind"] == "cpu" for d in hits):
-        hits = [d for d in order if meta[d]["kind"] == "cpu"][:1] + hits
-    return hits
-
-
-def _run_torch_or_tf(run: _FrameworkRun, request: Optional[str], speed_only: bool = False) -> List[str]:
-    cfg: JsonObject = {"speed_only": speed_only}
-    if request:
-        cfg["devices"] = [request]
-        cfg["cpu_baseline"] = True
-    res = run.child(cfg)
-    if run.fatal is not None:
-        return []
-    todo = _device_todo(run.meta, run.order, request)
-    # A crash or a hang costs the device it happened on, not the ones after it: start again.
-    attempts = 0
-    while not res.clean and run.remaining(todo) and attempts < len(todo):
-        attempts += 1
-        before = len(run.done) + len(run.failed)
-        left: List[JsonValue] = list(run.remaining(todo))
-        res = run.child(dict(cfg, devices=left, cpu_baseline=False))
-        if run.fatal is not None or len(run.done) + len(run.failed) == before:
-            break
-    for d in run.remaining(todo):
-        run.failed[d] = {"ended": "skipped", "stage": None,
-                         "message": f"not run: the {run.fw} process stopped before reaching {d}"}
-    return todo
-
-
-def _run_plaidml(run: _FrameworkRun, request: Optional[str], speed_only: bool = False) -> List[str]:
-    user_exp = os.environ.get("PLAIDML_EXPERIMENTAL")
-    stable: Set[str] = set()
-    # PlaidML opens one device per process, chosen by PLAIDML_DEVICE_IDS: enumerate first. An empty
-    # PLAIDML_DEVICE_IDS keeps a device list in ~/.plaidml from narrowing the enumeration.
-    run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "0", "PLAIDML_DEVICE_IDS": ""})
-    if run.fatal is not None:
-        return []
-    stable = set(run.order)
-    if user_exp != "0":
-        run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "1", "PLAIDML_DEVICE_IDS": ""})
-        if run.fatal is not None:
-            return []
-    cpu_first = sorted(run.order, key=lambda d: run.meta[d]["kind"] != "cpu")
-    todo = _device_todo(run.meta, cpu_first, "cpu" if speed_only else request)
-    for did in todo:
-        run.meta[did]["experimental"] = did not in stable
-        env = {"PLAIDML_DEVICE_IDS": did, "PLAIDML_EXPERIMENTAL": "0" if did in stable else "1"}
-        run.child({"devices": [did], "speed_only": speed_only}, env)
-        if did not in run.done and did not in run.failed:
-            fatal: JsonObject = run.fatal or {}
-            msg = _s(fatal.get("message")) or "the PlaidML process stopped without a result"
-            run.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
-            run.fatal = None
-    return todo
-
-
 def _rec(value: JsonValue) -> Optional[JsonObject]:
     """A stage record of the payload (JSON, described in payload/_harness.py), or None."""
     return value if isinstance(value, dict) else None
 
 
-def device_record(run: _FrameworkRun, did: str) -> DeviceResult:
+def device_record(run: FrameworkChildren, did: str) -> DeviceResult:
     meta = run.meta.get(did, {"id": did, "kind": "?"})
     data = run.done.get(did) or run.partial.get(did) or {}
     speed = _rec(data.get("speed"))
@@ -344,7 +169,7 @@ def requests_for(framework: str, device: Optional[str], env: Mapping[str, str]) 
     return out
 
 
-def _not_seen_record(run: "_FrameworkRun", request: str, asked_by: str, env: Mapping[str, str],
+def _not_seen_record(run: "FrameworkChildren", request: str, asked_by: str, env: Mapping[str, str],
                      loaders: Optional[JsonObject]) -> DeviceResult:
     listing = Listing(framework=run.fw, version=run.version, devices=tuple(run.meta[d] for d in run.order),
                       unavailable=tuple(run.unavailable))
@@ -540,8 +365,8 @@ def verify(
     return result
 
 
-MainRun = Tuple["_FrameworkRun", List[str]]  # a framework's own verification: the run, the devices it ran
-PeerRuns = List["_FrameworkRun"]  # a CPU peer job: the runs it made (none where it asked nobody)
+MainRun = Tuple["FrameworkChildren", List[str]]  # a framework's own verification: the run, the devices it ran
+PeerRuns = List["FrameworkChildren"]  # a CPU peer job: the runs it made (none where it asked nobody)
 Job = Callable[[], Union[MainRun, PeerRuns]]
 
 
@@ -571,16 +396,20 @@ def _lanes(target: str, chosen: List[str], disc: Discovery, device: Optional[str
         return lane, len(lanes[lane]) - 1
 
     for fw in chosen:
-        def main_job(fw: str = fw) -> Tuple[_FrameworkRun, List[str]]:
-            run = _FrameworkRun(target, fw, opts, sink)
-            return run, (_run_plaidml if fw == "plaidml" else _run_torch_or_tf)(run, device)
+        def main_job(fw: str = fw) -> Tuple[FrameworkChildren, List[str]]:
+            run = FrameworkChildren(target, fw, opts, sink)
+            if fw == "plaidml":
+                return run, run_plaidml(run, device)
+            if split_devices(fw, disc.frameworks.get(fw, Found()), device, gate):
+                return run, run_split(run)
+            return run, run_torch_or_tf(run, device)
         add(fw, main_job)
     if not cpu_peers:
         return lanes, slots
 
-    def peer_runs(python: str, f: str) -> List[_FrameworkRun]:
-        run = _FrameworkRun(python, f, replace(opts, inject=None), sink)
-        _run_torch_or_tf(run, "cpu", speed_only=True)
+    def peer_runs(python: str, f: str) -> List[FrameworkChildren]:
+        run = FrameworkChildren(python, f, replace(opts, inject=None), sink)
+        run_torch_or_tf(run, "cpu", speed_only=True)
         return [run]
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),
@@ -618,7 +447,7 @@ def _lanes(target: str, chosen: List[str], disc: Discovery, device: Optional[str
             if f == "plaidml":
                 continue
 
-            def peer_job(op: str = op, f: str = f) -> List[_FrameworkRun]:
+            def peer_job(op: str = op, f: str = f) -> List[FrameworkChildren]:
                 odisc = other_disc(op)
                 if odisc is None or not odisc.importable(f):
                     return []

@@ -35,7 +35,9 @@ DEFAULTS = {
     "speed_batch": 128,
     "speed_repeats": 7,
     "speed_min_repeats": 3,
-    "speed_repeat_s": 0.4,  # aim for at least this long per timed repeat (K steps, then sync)
+    # aim for at least this long per timed repeat (K steps, then sync): long enough that the
+    # synchronisation at its end is a few per mille of it on a GPU, and that a CPU step is whole
+    "speed_repeat_s": 0.25,
     "speed_budget_s": 6.0,  # timed part of the speed test, per device (warm-up excluded)
     # Repeats stop early once the median is stable: after at least this many, when one more repeat
     # moved the median by no more than speed_stable_rtol of it.
@@ -46,7 +48,7 @@ DEFAULTS = {
     "quick": False,
 }
 # What --quick changes (after the overrides: a quick run stays quick).
-QUICK = {"speed_repeats": 3, "speed_budget_s": 3.0, "speed_repeat_s": 0.25}
+QUICK = {"speed_repeats": 3, "speed_budget_s": 3.0, "speed_repeat_s": 0.15}
 QUICK_LEARN_MAX_S = 15.0
 
 

@@ -1,0 +1,286 @@
+"""One framework's verification in the target interpreter: the child processes that run the payload
+(one for all devices; two at once where the CPU and the accelerators split, split_devices; one per
+PlaidML device; again after a crash) and what their events say, collected per device
+(FrameworkChildren). The runner (runner.py) turns what they collect into results and verdicts."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..model.jsontypes import JsonObject, JsonValue
+from . import verdict as V
+from .child import ChildResult, Event, EventSink, child_env, run_child
+from .devicecheck import Device, matches
+from .discover import Found, _obj, _objects, _s
+from .overlap import TimingGate
+from .payload._harness import DEFAULTS as PAYLOAD_DEFAULTS
+
+
+def wanted(dev: Device, request: Optional[str]) -> bool:
+    """As the payload's `wanted` reads a request: does a device match `--device` (id, kind, id prefix, api, 'gpu')?"""
+    return matches(dev, request)
+
+
+def failure(child: ChildResult, framework: str, device: str, stage: Optional[str]) -> JsonObject:
+    where = f" during the {V.STAGE_WORDS.get(stage or '', stage)}" if stage else ""
+    msg = f"the {framework} process {child.how()}{where} on {device}"
+    line = child.last_error_line()
+    if line and child.ended in ("crash", "exit"):
+        msg += f" (last message: {line})"
+    return {"ended": child.ended, "detail": child.detail, "stage": stage, "message": msg,
+            "stderr_tail": child.stderr_tail[-1500:]}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every child of one verify run is given: limits, the payload's overrides, the variables of
+    the environment, fault injection (tests) and the timing gate of the overlapped schedule."""
+
+    quick: bool
+    timeout: float
+    stall: float
+    inject: Optional[JsonObject] = None
+    overrides: JsonObject = field(default_factory=dict)
+    env: Dict[str, str] = field(default_factory=dict)
+    gate: Optional[TimingGate] = None
+
+
+class FrameworkChildren:
+    """Collects one framework's device results across one or more child processes."""
+
+    def __init__(self, python: str, framework: str, opts: RunOptions, on_event: Optional[EventSink]):
+        self.python, self.fw, self.opts, self.on_event = python, framework, opts, on_event
+        self.version: Optional[str] = None
+        self.info: JsonObject = {}
+        self.import_s: Optional[float] = None
+        # the payload's records, as its events carry them (JSON): devices, stage results, failures
+        self.meta: Dict[str, JsonObject] = {}
+        self.order: List[str] = []
+        self.partial: Dict[str, JsonObject] = {}
+        self.done: Dict[str, JsonObject] = {}
+        self.failed: Dict[str, JsonObject] = {}
+        self.unavailable: List[JsonObject] = []
+        self.fatal: Optional[JsonObject] = None
+
+    def _sink(self, ev: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(dict(ev, framework=self.fw, python=self.python))
+
+    def child(self, cfg: JsonObject, env_extra: Optional[Dict[str, str]] = None) -> ChildResult:
+        import json
+
+        full: JsonObject = dict(PAYLOAD_DEFAULTS)
+        full.update(self.opts.overrides)
+        full.update({"framework": self.fw, "quick": self.opts.quick})
+        if self.opts.inject:
+            full["inject"] = self.opts.inject
+        gate = self.opts.gate
+        if gate is not None:
+            full["gated"] = True  # timed loops wait for the gate (verify/overlap.py)
+            full["parent_pid"] = os.getpid()  # a paused child must not outlive this process
+        full.update(cfg)
+        overlap = {"gate": gate} if gate is not None else {}
+        res = run_child(self.python, ["run", json.dumps(full)],
+                        env=child_env(dict(self.opts.env, **(env_extra or {}))),
+                        timeout=self.opts.timeout, stall=self.opts.stall, on_event=self._sink, **overlap)
+        current: Optional[Tuple[str, str]] = None
+        hello = False
+        # The child's events are JSON (verify/child.py): each value is read for the shape the payload sends.
+        for ev in res.events:
+            kind = ev.get("event")
+            dev, stage = _s(ev.get("device")), _s(ev.get("stage"))
+            if kind == "hello":
+                hello = True
+                self.version = _s(ev.get("version")) or self.version
+                self.info = _obj(ev.get("info")) or self.info  # the last child's (the one that ran devices)
+                import_s = ev.get("import_s")
+                if self.import_s is None and isinstance(import_s, (int, float)):
+                    self.import_s = float(import_s)
+            elif kind == "devices":
+                for d in _objects(ev.get("devices")):
+                    did = _s(d.get("id"))
+                    if did is not None and did not in self.meta:
+                        self.meta[did] = d
+                        self.order.append(did)
+                for u in _objects(ev.get("unavailable")):
+                    if u not in self.unavailable:
+                        self.unavailable.append(u)
+            elif kind == "stage" and dev is not None and stage is not None:
+                current = (dev, stage)
+            elif kind == "result" and dev is not None and stage is not None:
+                self.partial.setdefault(dev, {})[stage] = ev.get("data")
+            elif kind == "device_done" and dev is not None:
+                self.done[dev] = _obj(ev.get("data"))
+                current = None
+            elif kind == "fatal":
+                self.fatal = {"stage": ev.get("stage"), "message": ev.get("error"),
+                              "traceback": ev.get("traceback")}
+        if not res.clean and self.fatal is None:
+            if current and current[0] not in self.done:
+                self.failed[current[0]] = failure(res, self.fw, current[0], current[1])
+            elif not hello:
+                self.fatal = {"stage": "import",
+                              "message": f"the {self.fw} process {res.how()} while importing {self.fw}"
+                                         + (f" (last message: {res.last_error_line()})"
+                                            if res.last_error_line() else ""),
+                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
+            else:
+                self.fatal = {"stage": "run", "message": f"the {self.fw} process {res.how()}",
+                              "ended": res.ended, "stderr_tail": res.stderr_tail[-1500:]}
+        return res
+
+    def remaining(self, todo: Sequence[str]) -> List[str]:
+        return [d for d in todo if d not in self.done and d not in self.failed]
+
+    def absorb(self, other: "FrameworkChildren", todo: List[str], other_todo: List[str]) -> List[str]:
+        """Join the results of `other`, a child of the same framework that ran other devices (a
+        split run), into this one; returns the devices of both, this one's first. A child that
+        failed before its devices is a failure of the devices it was for, never a silent loss."""
+        for did in other.order:
+            if did not in self.meta:
+                self.meta[did] = other.meta[did]
+                self.order.append(did)
+        self.unavailable += [u for u in other.unavailable if u not in self.unavailable]
+        for mine, theirs in ((self.partial, other.partial), (self.done, other.done), (self.failed, other.failed)):
+            mine.update({d: v for d, v in theirs.items() if d in other_todo})
+        if self.version is None:
+            self.version, self.info, self.import_s = other.version, other.info, other.import_s
+        if other.fatal is not None and self.fatal is None:
+            self.unavailable.append({"id": "gpu", "reason": f"the {self.fw} process for the accelerators "
+                                     f"failed: {_s(other.fatal.get('message'))}"})
+        elif self.fatal is not None and other.fatal is None:
+            cpu = [d for d in self.order if self.meta[d].get("kind") == "cpu"][:1]
+            for d in cpu:
+                self.failed[d] = {"ended": _s(self.fatal.get("ended")) or "error", "stage": self.fatal.get("stage"),
+                                  "message": _s(self.fatal.get("message")) or f"the {self.fw} process failed"}
+            todo = cpu
+            self.fatal = None
+        return todo + [d for d in other_todo if d not in todo]
+
+
+def device_todo(meta: Dict[str, JsonObject], order: List[str], request: Optional[str],
+                 baseline: bool = True) -> List[str]:
+    """Devices to run for a request: the matches, plus the CPU as the baseline when anything matched
+    (unless `baseline` is off: the accelerators' child of a split run, whose CPU runs beside it)."""
+    hits = [d for d in order if wanted(meta[d], request)]
+    if baseline and request and hits and not any(meta[d]["kind"] == "cpu" for d in hits):
+        hits = [d for d in order if meta[d]["kind"] == "cpu"][:1] + hits
+    return hits
+
+
+def run_torch_or_tf(run: FrameworkChildren, request: Optional[str], speed_only: bool = False,
+                     baseline: bool = True) -> List[str]:
+    cfg: JsonObject = {"speed_only": speed_only}
+    if request:
+        cfg["devices"] = [request]
+        cfg["cpu_baseline"] = baseline
+    res = run.child(cfg)
+    if run.fatal is not None:
+        return []
+    todo = device_todo(run.meta, run.order, request, baseline)
+    # A crash or a hang costs the device it happened on, not the ones after it: start again.
+    attempts = 0
+    while not res.clean and run.remaining(todo) and attempts < len(todo):
+        attempts += 1
+        before = len(run.done) + len(run.failed)
+        left: List[JsonValue] = list(run.remaining(todo))
+        res = run.child(dict(cfg, devices=left, cpu_baseline=False))
+        if run.fatal is not None or len(run.done) + len(run.failed) == before:
+            break
+    for d in run.remaining(todo):
+        run.failed[d] = {"ended": "skipped", "stage": None,
+                         "message": f"not run: the {run.fw} process stopped before reaching {d}"}
+    return todo
+
+
+# A framework's CPU and its accelerators in two children at once (split_devices): on a machine with
+# the cores and the memory for both, the imports, the accelerator's start-up and the untimed stages
+# overlap; the timed loops still take turns at the gate. MLPROBE_VERIFY_SPLIT=0/1 decides by hand.
+SPLIT_MIN_CPUS = 8
+SPLIT_MIN_FREE_BYTES = 4 << 30
+ACCELERATOR_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/dxg", "/dev/accel/accel*",
+                     "/dev/davinci[0-9]*")
+
+
+def split_devices(fw: str, found: Found, device: Optional[str], gate: Optional[TimingGate],
+                  environ: Mapping[str, str] = os.environ) -> bool:
+    """Run `fw`'s CPU and its accelerators in two children at once? Only torch (jax and TensorFlow
+    reserve most of a GPU's memory when they start their GPU backend, which a child of theirs does to
+    list its devices, so a second one would find the GPU full; PlaidML runs a child per device
+    already), in the overlapped schedule, without a --device request, where the build can have an
+    accelerator, the machine shows one (Linux: its device nodes) and has the cores and the free
+    memory for a second process."""
+    if fw != "torch" or device or gate is None:
+        return False
+    asked = environ.get("MLPROBE_VERIFY_SPLIT")
+    if asked in ("0", "1"):
+        return asked == "1"
+    if (found.version or "").endswith("+cpu"):
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cpus < SPLIT_MIN_CPUS:
+        return False
+    if sys.platform.startswith("linux"):
+        import glob
+
+        if not any(glob.glob(pattern) for pattern in ACCELERATOR_NODES):
+            return False
+    try:
+        import psutil  # type: ignore[import-untyped,unused-ignore]
+
+        return bool(psutil.virtual_memory().available >= SPLIT_MIN_FREE_BYTES)
+    except Exception:
+        return True
+
+
+def run_split(run: FrameworkChildren) -> List[str]:
+    """The CPU in `run`'s child, the accelerators in a second child at the same time; their results
+    joined into `run` (the CPU first, as one child lists them)."""
+    accel = FrameworkChildren(run.python, run.fw, run.opts, run.on_event)
+    box: Dict[str, List[str]] = {}
+    failed: List[BaseException] = []
+
+    def other() -> None:
+        try:
+            box["todo"] = run_torch_or_tf(accel, "gpu", baseline=False)
+        except BaseException as exc:  # raised again below, in the lane's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=other, name=f"verify-{run.fw}-accelerators", daemon=True)
+    thread.start()
+    todo = run_torch_or_tf(run, "cpu")
+    thread.join()
+    if failed:
+        raise failed[0]
+    return run.absorb(accel, todo, box.get("todo", []))
+
+
+def run_plaidml(run: FrameworkChildren, request: Optional[str], speed_only: bool = False) -> List[str]:
+    user_exp = os.environ.get("PLAIDML_EXPERIMENTAL")
+    stable: Set[str] = set()
+    # PlaidML opens one device per process, chosen by PLAIDML_DEVICE_IDS: enumerate first. An empty
+    # PLAIDML_DEVICE_IDS keeps a device list in ~/.plaidml from narrowing the enumeration.
+    run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "0", "PLAIDML_DEVICE_IDS": ""})
+    if run.fatal is not None:
+        return []
+    stable = set(run.order)
+    if user_exp != "0":
+        run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "1", "PLAIDML_DEVICE_IDS": ""})
+        if run.fatal is not None:
+            return []
+    cpu_first = sorted(run.order, key=lambda d: run.meta[d]["kind"] != "cpu")
+    todo = device_todo(run.meta, cpu_first, "cpu" if speed_only else request)
+    for did in todo:
+        run.meta[did]["experimental"] = did not in stable
+        env = {"PLAIDML_DEVICE_IDS": did, "PLAIDML_EXPERIMENTAL": "0" if did in stable else "1"}
+        run.child({"devices": [did], "speed_only": speed_only}, env)
+        if did not in run.done and did not in run.failed:
+            fatal: JsonObject = run.fatal or {}
+            msg = _s(fatal.get("message")) or "the PlaidML process stopped without a result"
+            run.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
+            run.fatal = None
+    return todo
