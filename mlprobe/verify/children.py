@@ -9,7 +9,9 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from ..model.jsontypes import JsonObject, JsonValue
 from . import verdict as V
@@ -18,6 +20,8 @@ from .devicecheck import Device, matches
 from .discover import Found, _obj, _objects, _s
 from .overlap import TimingGate
 from .payload._harness import DEFAULTS as PAYLOAD_DEFAULTS
+
+T = TypeVar("T")
 
 
 def wanted(dev: Device, request: Optional[str]) -> bool:
@@ -136,19 +140,29 @@ class FrameworkChildren:
     def remaining(self, todo: Sequence[str]) -> List[str]:
         return [d for d in todo if d not in self.done and d not in self.failed]
 
-    def absorb(self, other: "FrameworkChildren", todo: List[str], other_todo: List[str]) -> List[str]:
-        """Join the results of `other`, a child of the same framework that ran other devices (a
-        split run), into this one; returns the devices of both, this one's first. A child that
-        failed before its devices is a failure of the devices it was for, never a silent loss."""
+    def spawn(self) -> "FrameworkChildren":
+        """An empty collector for another child of the same framework, interpreter and options."""
+        return FrameworkChildren(self.python, self.fw, self.opts, self.on_event)
+
+    def merge(self, other: "FrameworkChildren", devices: Sequence[str]) -> None:
+        """Take `other`'s listing (devices, unavailable ones, version) and its results for `devices`."""
         for did in other.order:
             if did not in self.meta:
                 self.meta[did] = other.meta[did]
                 self.order.append(did)
         self.unavailable += [u for u in other.unavailable if u not in self.unavailable]
         for mine, theirs in ((self.partial, other.partial), (self.done, other.done), (self.failed, other.failed)):
-            mine.update({d: v for d, v in theirs.items() if d in other_todo})
-        if self.version is None:
-            self.version, self.info, self.import_s = other.version, other.info, other.import_s
+            mine.update({d: v for d, v in theirs.items() if d in devices})
+        if other.version is not None or self.version is None:
+            self.version = other.version or self.version
+            self.info = other.info or self.info  # the last child's that ran devices
+            self.import_s = self.import_s if self.import_s is not None else other.import_s
+
+    def absorb(self, other: "FrameworkChildren", todo: List[str], other_todo: List[str]) -> List[str]:
+        """Join the results of `other`, a child of the same framework that ran other devices (a
+        split run), into this one; returns the devices of both, this one's first. A child that
+        failed before its devices is a failure of the devices it was for, never a silent loss."""
+        self.merge(other, other_todo)
         if other.fatal is not None and self.fatal is None:
             self.unavailable.append({"id": "gpu", "reason": f"the {self.fw} process for the accelerators "
                                      f"failed: {_s(other.fatal.get('message'))}"})
@@ -259,28 +273,59 @@ def run_split(run: FrameworkChildren) -> List[str]:
     return run.absorb(accel, todo, box.get("todo", []))
 
 
+def _each(jobs: Sequence[Callable[[], T]], together: bool) -> List[T]:
+    """Run the jobs one after another, or all at once (a thread each; the timing gate keeps their
+    timed loops apart); their results in the order given, an exception raised again here."""
+    if not together or len(jobs) < 2:
+        return [job() for job in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="verify-child") as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [f.result() for f in futures]
+
+
 def run_plaidml(run: FrameworkChildren, request: Optional[str], speed_only: bool = False) -> List[str]:
-    user_exp = os.environ.get("PLAIDML_EXPERIMENTAL")
-    stable: Set[str] = set()
-    # PlaidML opens one device per process, chosen by PLAIDML_DEVICE_IDS: enumerate first. An empty
-    # PLAIDML_DEVICE_IDS keeps a device list in ~/.plaidml from narrowing the enumeration.
-    run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "0", "PLAIDML_DEVICE_IDS": ""})
-    if run.fatal is not None:
-        return []
-    stable = set(run.order)
-    if user_exp != "0":
-        run.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": "1", "PLAIDML_DEVICE_IDS": ""})
-        if run.fatal is not None:
+    """PlaidML opens one device per process, chosen by PLAIDML_DEVICE_IDS: list the devices first (its
+    stable set, then with PLAIDML_EXPERIMENTAL=1 unless the user turned that off), then a child per
+    device. In the overlapped schedule the listings run at once, and so do the devices' children."""
+    together = run.opts.gate is not None
+    modes = ["0"] + (["1"] if os.environ.get("PLAIDML_EXPERIMENTAL") != "0" else [])
+
+    def listing(experimental: str) -> FrameworkChildren:
+        sub = run.spawn()
+        # an empty PLAIDML_DEVICE_IDS keeps a device list in ~/.plaidml from narrowing the enumeration
+        sub.child({"enumerate_only": True}, {"PLAIDML_EXPERIMENTAL": experimental, "PLAIDML_DEVICE_IDS": ""})
+        return sub
+
+    if together:
+        listings = _each([partial(listing, m) for m in modes], True)
+    else:  # one after the other, and none after a failure
+        listings = []
+        for m in modes:
+            listings.append(listing(m))
+            if listings[-1].fatal is not None:
+                break
+    for sub in listings:
+        run.merge(sub, ())
+        if sub.fatal is not None:
+            run.fatal = sub.fatal
             return []
+    stable = set(listings[0].order)
     cpu_first = sorted(run.order, key=lambda d: run.meta[d]["kind"] != "cpu")
     todo = device_todo(run.meta, cpu_first, "cpu" if speed_only else request)
     for did in todo:
         run.meta[did]["experimental"] = did not in stable
+
+    def device(did: str) -> FrameworkChildren:
+        sub = run.spawn()
+        sub.meta, sub.order = {d: dict(m) for d, m in run.meta.items()}, list(run.order)
         env = {"PLAIDML_DEVICE_IDS": did, "PLAIDML_EXPERIMENTAL": "0" if did in stable else "1"}
-        run.child({"devices": [did], "speed_only": speed_only}, env)
-        if did not in run.done and did not in run.failed:
-            fatal: JsonObject = run.fatal or {}
+        sub.child({"devices": [did], "speed_only": speed_only}, env)
+        if did not in sub.done and did not in sub.failed:
+            fatal: JsonObject = sub.fatal or {}
             msg = _s(fatal.get("message")) or "the PlaidML process stopped without a result"
-            run.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
-            run.fatal = None
+            sub.failed[did] = {"ended": "error", "stage": fatal.get("stage"), "message": msg}
+        return sub
+
+    for did, sub in zip(todo, _each([partial(device, did) for did in todo], together)):
+        run.merge(sub, [did])
     return todo
