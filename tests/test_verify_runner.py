@@ -305,6 +305,68 @@ def test_a_forced_split_on_a_cpu_only_torch_gives_the_same_devices_and_verdicts(
     assert only(split, device="cpu")["verdict"] == "CPU"
 
 
+def plaidml_child(calls: list, crash: str = "", list_fails: bool = False):  # type: ignore[no-untyped-def,type-arg]
+    """A fake PlaidML child: the stable listing has the CPU, the experimental one a GPU too; a device
+    child runs the device PLAIDML_DEVICE_IDS names (or crashes, for `crash`)."""
+    from mlprobe.verify.child import ChildResult
+
+    cpu = {"id": "llvm_cpu.0", "kind": "cpu"}
+    gpu = {"id": "opencl_nvidia_h200.0", "kind": "gpu"}
+
+    def fake(python, args, env=None, timeout=0, stall=0, on_event=None, gate=None):  # type: ignore[no-untyped-def]
+        cfg = json.loads(args[1])
+        calls.append((cfg, env["PLAIDML_EXPERIMENTAL"], env["PLAIDML_DEVICE_IDS"], time.monotonic()))
+        time.sleep(0.3)
+        if list_fails:
+            return ChildResult(events=[], returncode=-11, ended="crash", detail="SIGSEGV")
+        listed = [cpu, gpu] if env["PLAIDML_EXPERIMENTAL"] == "1" else [cpu]
+        head = [{"event": "hello", "version": "0.7.0"}, {"event": "devices", "devices": listed, "unavailable": []}]
+        if cfg.get("enumerate_only"):
+            return ChildResult(events=head + [{"event": "done"}], returncode=0)
+        did = env["PLAIDML_DEVICE_IDS"]
+        if did == crash:
+            return ChildResult(events=head + [{"event": "stage", "device": did, "stage": "speed"}],
+                               returncode=-11, ended="crash", detail="SIGSEGV")
+        return ChildResult(events=head + [{"event": "device_done", "device": did, "data": SPLIT_OK},
+                                          {"event": "done"}], returncode=0)
+    return fake
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_plaidml_lists_then_runs_a_child_per_device(monkeypatch: pytest.MonkeyPatch, together: bool) -> None:
+    from mlprobe.verify import children
+    from mlprobe.verify.overlap import TimingGate
+
+    calls: list = []  # type: ignore[type-arg]
+    monkeypatch.setattr(children, "run_child", plaidml_child(calls, crash="opencl_nvidia_h200.0"))
+    monkeypatch.delenv("PLAIDML_EXPERIMENTAL", raising=False)
+    opts = children.RunOptions(quick=False, timeout=5, stall=5, gate=TimingGate() if together else None)
+    run = children.FrameworkChildren("python", "plaidml", opts, None)
+    todo = children.run_plaidml(run, None)
+    assert todo == ["llvm_cpu.0", "opencl_nvidia_h200.0"] and run.fatal is None
+    assert set(run.done) == {"llvm_cpu.0"}
+    assert "SIGSEGV" in run.failed["opencl_nvidia_h200.0"]["message"]  # the crash costs its device only
+    assert run.meta["opencl_nvidia_h200.0"]["experimental"] is True and run.meta["llvm_cpu.0"]["experimental"] is False
+    runs = [(c[2], c[1]) for c in calls if not c[0].get("enumerate_only")]
+    assert sorted(runs) == [("llvm_cpu.0", "0"), ("opencl_nvidia_h200.0", "1")]
+    starts = sorted(c[3] for c in calls)
+    # overlapped: the two listings start together, then the two devices; serial: four starts in turn
+    spread = [round(b - a, 1) for a, b in zip(starts, starts[1:])]
+    assert (spread[0] < 0.2 and spread[2] < 0.2) if together else min(spread) >= 0.25
+
+
+def test_plaidml_that_cannot_list_its_devices_is_a_fatal_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.verify import children
+
+    calls: list = []  # type: ignore[type-arg]
+    monkeypatch.setattr(children, "run_child", plaidml_child(calls, list_fails=True))
+    monkeypatch.delenv("PLAIDML_EXPERIMENTAL", raising=False)
+    run = children.FrameworkChildren("python", "plaidml", children.RunOptions(quick=False, timeout=5, stall=5), None)
+    assert children.run_plaidml(run, None) == []
+    assert run.fatal is not None and "SIGSEGV" in str(run.fatal["message"])
+    assert len(calls) == 1  # serial: no second listing after the first failed
+
+
 def test_mlprobe_process_never_imports_the_framework(tmp_path: Path) -> None:
     root = fake_framework(tmp_path / "fake", "torch", "raise ImportError('not a real torch')\n")
     code = ("import sys\nfrom mlprobe.verify import run_verify\n"
