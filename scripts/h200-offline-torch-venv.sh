@@ -5,7 +5,7 @@
 #   OUT=DIR scripts/h200-offline-torch-venv.sh   (outputs packed into OUT/last.tgz)
 set -u
 mkdir -p "$OUT/w"
-env -u PYTHONPATH VENV=/opt/torch/.venv DEPS=.whl/h200 OUT="$OUT/w/bundle" timeout 170 bash scripts/h200-bundle.sh build/h200-plaidml .whl/h200/mlprobe-0.1.0-py3-none-any.whl > "$OUT/w/bundle-run.txt" 2>&1
+env -u PYTHONPATH VENV=/opt/torch/.venv DEPS=.whl/h200 OUT="$OUT/w/bundle" timeout 120 bash scripts/h200-bundle.sh build/h200-plaidml .whl/h200/mlprobe-0.1.0-py3-none-any.whl > "$OUT/w/bundle-run.txt" 2>&1
 echo "bundle script exit $?" >> "$OUT/w/bundle-run.txt"
 tail -5 "$OUT/w/bundle-run.txt"
 t0=$(date +%s.%N)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Where verify's time goes on the GPU machine, in one device call (issue "Speed at the floor"):
-#   1. `mlprobe -v verify` timelines (each line says when it came): torch, jax, torch+jax, twice each
-#      where the budget allows, with the JSON results;
-#   2. benchmarks/bench_verify_speed.py, one round of torch and torch,jax: verify's figures against the
-#      hand-written loop of the same CNN measured in the same run;
-#   3. benchmarks/bench_scan.py: the scan against its floors and collect_env;
-#   4. PlaidML: the bundle made here installed offline into the image's venv
-#      (scripts/h200-offline-torch-venv.sh), then `-v verify --framework plaidml` timed.
+#   1. benchmarks/bench_scan.py: the scan against its floors and collect_env; bench_scan_exit.py: the
+#      scan's first byte and its exit; the scan's -v timeline;
+#   2. `mlprobe -v verify` timelines (each line says when it came): torch and torch+jax, twice each;
+#   3. benchmarks/bench_verify_speed.py, VERIFY_ROUNDS (3) rounds of torch and torch,jax: verify's
+#      figures against the hand-written loop of the same CNN measured in the same run;
+#   4. PlaidML, while the call has time (PLAIDML_BEFORE_S): the bundle made here installed offline
+#      into the image's venv (scripts/h200-offline-torch-venv.sh), then `-v verify --framework plaidml`.
 #   OUT=DIR scripts/h200-verify-timeline.sh   (everything packed into OUT/timeline.tgz)
 # Needs .whl/h200 (mlprobe's wheel and its dependencies) and build/h200-plaidml (the bundle).
 set -u
@@ -30,19 +30,24 @@ timed() {  # name, then the command
   say "$name: exit $rc in $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s"
   grep -E "^verify \+" "$w/$name.stderr.txt" | tee -a "$log"
 }
-say "1. verify timelines"
+say "1. scan against its floors"
+timeout 150 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-11}" --json "$w/bench_scan.json" 2>&1 | tail -32 | tee -a "$log"
+timeout 60 "$PY" benchmarks/bench_scan_exit.py -n 9 -- "$PY" -m mlprobe scan --json 2>&1 | tee -a "$log"
+"$PY" -m mlprobe -v scan --json > "$w/scan.json" 2> "$w/scan-v.txt"; grep -i timeline "$w/scan-v.txt" | tee -a "$log"
+say "2. verify timelines"
 for round in 1 2; do
   timed "verify-torch-$round" timeout 120 "$PY" -m mlprobe -v verify --framework torch --json
   timed "verify-torch-jax-$round" timeout 120 "$PY" -m mlprobe -v verify --json
-  [ "$round" = 1 ] && timed "verify-jax-$round" timeout 120 "$PY" -m mlprobe -v verify --framework jax --json
 done
-say "2. verify against the hand-written loop"
-timeout 240 "$PY" benchmarks/bench_verify_speed.py --rounds 1 --sets torch torch,jax --python "$PY" \
+say "3. verify against the hand-written loop"
+timeout 300 "$PY" benchmarks/bench_verify_speed.py --rounds "${VERIFY_ROUNDS:-3}" --sets torch torch,jax --python "$PY" \
   --json "$w/bench_verify.json" 2>&1 | tail -25 | tee -a "$log"
-say "3. scan against its floors"
-timeout 150 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-9}" --json "$w/bench_scan.json" 2>&1 | tail -30 | tee -a "$log"
-say "4. PlaidML from the offline bundle"
-OUT="$w/plaidml" timeout 200 bash scripts/h200-offline-torch-venv.sh 2>&1 | tail -8 | tee -a "$log"
-grep -E "^verify \+" "$w/plaidml/w/verify-plaidml-again.stderr.txt" 2>/dev/null | tee -a "$log"
+if [ "$SECONDS" -lt "${PLAIDML_BEFORE_S:-330}" ]; then
+  say "4. PlaidML from the offline bundle"
+  OUT="$w/plaidml" timeout 150 bash scripts/h200-offline-torch-venv.sh 2>&1 | tail -8 | tee -a "$log"
+  grep -E "^verify \+" "$w/plaidml/w/verify-plaidml-again.stderr.txt" 2>/dev/null | tee -a "$log"
+else
+  say "4. PlaidML: skipped (${SECONDS} s gone)"
+fi
 say "done"
 tar czf "$out/timeline.tgz" -C "$w" .

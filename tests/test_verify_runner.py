@@ -259,8 +259,9 @@ def test_a_split_run_times_the_cpu_and_the_accelerators_in_two_children_and_join
     todo = children.run_split(run)
     assert todo == ["cpu", "cuda:0", "cuda:1"]  # the order one child gives: the CPU first
     assert set(run.done) == {"cpu", "cuda:0", "cuda:1"} and not run.failed and run.fatal is None
-    asked = sorted((c["devices"], c["cpu_baseline"]) for c in calls)
-    assert asked == [(["cpu"], True), (["gpu"], False)]  # the accelerators' child does not time the CPU again
+    asked = sorted((c["devices"], c["cpu_baseline"], c.get("cpu_only", False)) for c in calls)
+    # the accelerators' child does not time the CPU again; the CPU's starts no accelerator
+    assert asked == [(["cpu"], True, True), (["gpu"], False, False)]
     assert run.unavailable == [{"id": "mps", "reason": "no"}]  # both children list it: once
 
 
@@ -287,7 +288,8 @@ def test_when_a_framework_splits_its_devices() -> None:
     assert not split_devices("torch", cuda, "cuda:0", gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # a --device run
     assert not split_devices("torch", cuda, None, None, {"MLPROBE_VERIFY_SPLIT": "1"})  # the serial schedule
     assert not split_devices("plaidml", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # one per device already
-    assert not split_devices("jax", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # its GPU memory, reserved twice
+    assert split_devices("jax", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})
+    assert not split_devices("tensorflow", cuda, None, gate, {"MLPROBE_VERIFY_SPLIT": "1"})  # GPU memory, twice
     assert not split_devices("torch", cpu_build, None, gate, {})  # a CPU-only build has nothing to split off
 
 
@@ -300,7 +302,7 @@ def test_a_forced_split_on_a_cpu_only_torch_gives_the_same_devices_and_verdicts(
 
     def shape(doc: Dict[str, Any]) -> Any:
         return ([(r["framework"], r["device"], r["verdict"]) for r in doc["results"]],
-                [(f["name"], f["status"], f.get("unavailable_devices")) for f in doc["frameworks"]])
+                [(f["name"], f["status"], f.get("unavailable_devices"), f.get("notes")) for f in doc["frameworks"]])
     assert shape(split) == shape(plain)
     assert only(split, device="cpu")["verdict"] == "CPU"
 

@@ -187,8 +187,13 @@ def device_todo(meta: Dict[str, JsonObject], order: List[str], request: Optional
 
 
 def run_torch_or_tf(run: FrameworkChildren, request: Optional[str], speed_only: bool = False,
-                     baseline: bool = True) -> List[str]:
+                     baseline: bool = True, cpu_only: bool = False) -> List[str]:
+    """One child for all of the framework's devices (`request`: the ones matching it, with the CPU as
+    the baseline unless `baseline` is off), again after a crash for those left. `cpu_only`: the child
+    starts no accelerator and lists only the CPU (torch and jax; a CPU peer, a split run's CPU half)."""
     cfg: JsonObject = {"speed_only": speed_only}
+    if cpu_only:
+        cfg["cpu_only"] = True
     if request:
         cfg["devices"] = [request]
         cfg["cpu_baseline"] = baseline
@@ -214,6 +219,7 @@ def run_torch_or_tf(run: FrameworkChildren, request: Optional[str], speed_only: 
 # A framework's CPU and its accelerators in two children at once (split_devices): on a machine with
 # the cores and the memory for both, the imports, the accelerator's start-up and the untimed stages
 # overlap; the timed loops still take turns at the gate. MLPROBE_VERIFY_SPLIT=0/1 decides by hand.
+SPLIT_FRAMEWORKS = ("torch", "jax")
 SPLIT_MIN_CPUS = 8
 SPLIT_MIN_FREE_BYTES = 4 << 30
 ACCELERATOR_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/dxg", "/dev/accel/accel*",
@@ -222,13 +228,12 @@ ACCELERATOR_NODES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev
 
 def split_devices(fw: str, found: Found, device: Optional[str], gate: Optional[TimingGate],
                   environ: Mapping[str, str] = os.environ) -> bool:
-    """Run `fw`'s CPU and its accelerators in two children at once? Only torch (jax and TensorFlow
-    reserve most of a GPU's memory when they start their GPU backend, which a child of theirs does to
-    list its devices, so a second one would find the GPU full; PlaidML runs a child per device
-    already), in the overlapped schedule, without a --device request, where the build can have an
-    accelerator, the machine shows one (Linux: its device nodes) and has the cores and the free
-    memory for a second process."""
-    if fw != "torch" or device or gate is None:
+    """Run `fw`'s CPU and its accelerators in two children at once? Only torch and jax, whose CPU
+    child can start without the GPU (TensorFlow would reserve most of the GPU's memory in both;
+    PlaidML runs a child per device already), in the overlapped schedule, without a --device
+    request, where the build can have an accelerator, the machine shows one (Linux: its device
+    nodes) and has the cores and the free memory for a second process."""
+    if fw not in SPLIT_FRAMEWORKS or device or gate is None:
         return False
     asked = environ.get("MLPROBE_VERIFY_SPLIT")
     if asked in ("0", "1"):
@@ -266,7 +271,7 @@ def run_split(run: FrameworkChildren) -> List[str]:
 
     thread = threading.Thread(target=other, name=f"verify-{run.fw}-accelerators", daemon=True)
     thread.start()
-    todo = run_torch_or_tf(run, "cpu")
+    todo = run_torch_or_tf(run, "cpu", cpu_only=True)
     thread.join()
     if failed:
         raise failed[0]

@@ -409,7 +409,7 @@ def _lanes(target: str, chosen: List[str], disc: Discovery, device: Optional[str
 
     def peer_runs(python: str, f: str) -> List[FrameworkChildren]:
         run = FrameworkChildren(python, f, replace(opts, inject=None), sink)
-        run_torch_or_tf(run, "cpu", speed_only=True)
+        run_torch_or_tf(run, "cpu", speed_only=True, cpu_only=True)
         return [run]
 
     # Peers: the CPU speed of frameworks installed but not verified here (and of other interpreters),

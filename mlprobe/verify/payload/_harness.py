@@ -412,11 +412,13 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
     timing_gate(cfg, True)
     try:
         if step_s < 1.0:
-            # the step time that sizes the repeats, measured alone (the warm-up may have shared the machine)
+            # the step time that sizes the repeats: measured alone (the warm-up may have shared the
+            # machine), and the least of it and the warm-up's, so that one step slowed by something
+            # else does not size the repeats as single steps (a step is not faster than it is)
             t0 = time.perf_counter()
             v = step()
             sync(v)
-            step_s = time.perf_counter() - t0
+            step_s = min(step_s, time.perf_counter() - t0)
             untimed += 1
         k, repeats = speed_plan(cfg, step_s, accel)
         samples = []

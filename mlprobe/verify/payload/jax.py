@@ -28,6 +28,10 @@ class JaxBackend(object):
         import jax.numpy as jnp
         # float64 for the CPU reference (the device computes in float32: every array is typed)
         jax.config.update("jax_enable_x64", True)
+        if cfg.get("cpu_only"):
+            # this child times the CPU alone (a CPU peer, or the CPU half of a split run): no GPU backend,
+            # which would reserve most of the GPU's memory as it starts
+            jax.config.update("jax_platforms", "cpu")
         self.jax, self.jnp, self.np, self.cfg = jax, jnp, np, cfg
         self.version = getattr(jax, "__version__", None)
         self.cpu = jax.devices("cpu")[0]
@@ -65,6 +69,8 @@ class JaxBackend(object):
         jax = self.jax
         found = [{"id": "cpu", "kind": "cpu", "name": "CPU (XLA)", "api": "cpu"}]
         missing = []
+        if self.cfg.get("cpu_only"):
+            return found, missing  # the accelerators are another child's to list
         try:
             accel = [d for d in jax.devices() if str(d.platform).lower() != "cpu"]
         except Exception as exc:

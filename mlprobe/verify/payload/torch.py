@@ -131,6 +131,10 @@ class TorchBackend(object):
         found = [{"id": "cpu", "kind": "cpu", "name": "CPU (%d threads)" % t.get_num_threads(),
                   "api": "cpu"}]
         missing = []
+        if self.cfg.get("cpu_only"):
+            # this child times the CPU alone (a CPU peer, or the CPU half of a split run): the
+            # accelerators are another child's to list, and starting CUDA here would cost its time
+            return found, missing
         hip = getattr(t.version, "hip", None)
         cuda = getattr(t.version, "cuda", None)
         try:
