@@ -330,6 +330,21 @@ def test_a_noisy_device_gets_every_repeat(monkeypatch: pytest.MonkeyPatch) -> No
     assert rec["spread"] > 0.2
 
 
+def test_a_warm_up_step_paused_by_another_childs_timing_does_not_size_the_repeats(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    # the second step took 2 s (the child was paused while another one timed): the steps are 10 ms
+    monkeypatch.setattr(P.sys, "stdin", io.StringIO("go\n"))
+    rec, _ = _timed(monkeypatch, [0.01, 2.0] + [0.01] * 400, gated=True)
+    assert rec["steps_per_repeat"] in (10, 11) and rec["stopped"] == "stable"  # not single steps, nor "budget"
+    assert rec["warmup_steps"] == 2 + 1 + P.DEFAULTS["warmup_cpu"] - 1  # warmed up as a fast device
+    assert rec["images_per_s"] == pytest.approx(1000.0)
+    # ungated, a slow second step is a slow device: two steps of warm-up, no more
+    rec, _ = _timed(monkeypatch, [2.0] * 40)
+    assert rec["warmup_steps"] == 2 and rec["steps_per_repeat"] == 1
+
+
 def test_gated_timed_loops_ask_first_and_say_when_done(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
