@@ -30,15 +30,21 @@ timed() {  # name, then the command
   say "$name: exit $rc in $(python3 -c "print(round($(date +%s.%N) - $t0, 2))") s"
   grep -E "^verify \+" "$w/$name.stderr.txt" | tee -a "$log"
 }
-say "1. scan against its floors"
-timeout 150 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-11}" --json "$w/bench_scan.json" 2>&1 | tail -32 | tee -a "$log"
-timeout 60 "$PY" benchmarks/bench_scan_exit.py -n 9 -- "$PY" -m mlprobe scan --json 2>&1 | tee -a "$log"
-"$PY" -m mlprobe -v scan --json > "$w/scan.json" 2> "$w/scan-v.txt"; grep -i timeline "$w/scan-v.txt" | tee -a "$log"
+if [ "${SCAN:-1}" = 1 ]; then
+  say "1. scan against its floors"
+  timeout 150 "$PY" benchmarks/bench_scan.py -n "${SCAN_N:-11}" --json "$w/bench_scan.json" 2>&1 | tail -32 | tee -a "$log"
+  timeout 60 "$PY" benchmarks/bench_scan_exit.py -n 9 -- "$PY" -m mlprobe scan --json 2>&1 | tee -a "$log"
+  "$PY" -m mlprobe -v scan --json > "$w/scan.json" 2> "$w/scan-v.txt"; grep -i timeline "$w/scan-v.txt" | tee -a "$log"
+fi
 say "2. verify timelines"
 for round in 1 2; do
   timed "verify-torch-$round" timeout 120 "$PY" -m mlprobe -v verify --framework torch --json
   timed "verify-torch-jax-$round" timeout 120 "$PY" -m mlprobe -v verify --json
 done
+if [ "${UNSPLIT:-0}" = 1 ]; then  # the same with one child per framework (MLPROBE_VERIFY_SPLIT=0), once
+  timed "verify-torch-unsplit" env MLPROBE_VERIFY_SPLIT=0 timeout 120 "$PY" -m mlprobe -v verify --framework torch --json
+  timed "verify-torch-jax-unsplit" env MLPROBE_VERIFY_SPLIT=0 timeout 120 "$PY" -m mlprobe -v verify --json
+fi
 say "3. verify against the hand-written loop"
 timeout 300 "$PY" benchmarks/bench_verify_speed.py --rounds "${VERIFY_ROUNDS:-3}" --sets torch torch,jax --python "$PY" \
   --json "$w/bench_verify.json" 2>&1 | tail -25 | tee -a "$log"
