@@ -52,3 +52,20 @@ def test_a_nan_on_the_device_fails_the_correctness_check() -> None:
     events = _events("run", json.dumps(cfg))
     corr = next(e["data"] for e in events if e["event"] == "result" and e["stage"] == "correctness")
     assert corr["nan"] and not corr["passed"]
+
+
+def test_a_cpu_only_child_starts_no_gpu_backend_and_lists_only_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a CPU peer or the CPU half of a split run: even where JAX_PLATFORMS would allow a GPU backend,
+    # the child keeps to the CPU (a GPU backend would reserve most of the GPU's memory) and leaves the
+    # accelerators' reasons to the other child
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda,cpu")
+    events = _events("run", json.dumps({"framework": "jax", "cpu_only": True, "enumerate_only": True}))
+    assert not [e for e in events if e["event"] == "fatal"], events
+    hello = next(e for e in events if e["event"] == "hello")
+    assert hello["info"]["default_backend"] == "cpu"
+    devices = next(e for e in events if e["event"] == "devices")
+    assert [d["id"] for d in devices["devices"]] == ["cpu"] and devices["unavailable"] == []
+    code = ("import sys\nfrom mlprobe.verify.payload import jax as J, _harness as H\nH._proto = sys.stderr\n"
+            "J.Backend(dict(H.DEFAULTS, cpu_only=True))\nimport jax\nprint(jax.config.jax_platforms)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "cpu", out.stderr[-1500:]

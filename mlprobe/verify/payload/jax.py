@@ -31,7 +31,12 @@ class JaxBackend(object):
         if cfg.get("cpu_only"):
             # this child times the CPU alone (a CPU peer, or the CPU half of a split run): no GPU backend,
             # which would reserve most of the GPU's memory as it starts
-            jax.config.update("jax_platforms", "cpu")
+            for option in ("jax_platforms", "jax_platform_name"):  # the second: jax before 0.3.x
+                try:
+                    jax.config.update(option, "cpu")
+                    break
+                except Exception:
+                    continue
         self.jax, self.jnp, self.np, self.cfg = jax, jnp, np, cfg
         self.version = getattr(jax, "__version__", None)
         self.cpu = jax.devices("cpu")[0]
