@@ -277,6 +277,27 @@ def test_a_split_run_whose_accelerator_child_dies_says_so_and_keeps_the_cpu(monk
     assert gone and "accelerators" in str(gone[0]["reason"]) and "SIGSEGV" in str(gone[0]["reason"])
 
 
+def test_a_split_run_whose_cpu_child_dies_keeps_the_accelerators_and_fails_the_cpu(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe.verify import children
+    from mlprobe.verify.child import ChildResult
+
+    calls: list = []  # type: ignore[type-arg]
+    accel = split_child(calls)
+
+    def fake(python, args, env=None, timeout=0, stall=0, on_event=None, gate=None):  # type: ignore[no-untyped-def]
+        if json.loads(args[1]).get("cpu_only"):
+            calls.append(json.loads(args[1]))
+            return ChildResult(events=[], returncode=-9, ended="crash", detail="SIGKILL")
+        return accel(python, args, env, timeout, stall, on_event, gate)
+
+    monkeypatch.setattr(children, "run_child", fake)
+    run = children.FrameworkChildren("python", "torch", children.RunOptions(quick=False, timeout=5, stall=5), None)
+    todo = children.run_split(run)
+    assert todo == ["cpu", "cuda:0", "cuda:1"] and run.fatal is None
+    assert set(run.done) == {"cuda:0", "cuda:1"} and "SIGKILL" in str(run.failed["cpu"]["message"])
+
+
 def test_when_a_framework_splits_its_devices() -> None:
     from mlprobe.verify.children import split_devices
     from mlprobe.verify.overlap import TimingGate
