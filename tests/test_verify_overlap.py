@@ -29,7 +29,9 @@ def work(secs):                                # untimed work that reports progr
         time.sleep(0.05)
         emit(event="tick", at=time.time())
 cfg = json.loads(sys.argv[3])
+emit(event="stage", device="cpu", stage="learning")
 work(cfg["before"])                            # import, correctness, learning
+emit(event="result", device="cpu", stage="learning", data={"seconds": cfg["before"]})
 emit(event="timing", on=True)
 sys.stdin.readline()                           # wait for "go"
 t0 = time.time()
@@ -62,6 +64,7 @@ def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str
              {"before": 1.0, "timed": 0.4, "after": 0.1}]
     results: List[Tuple[float, float]] = []
     ticks: List[Tuple[int, float]] = []
+    paused: dict = {}
     lock = threading.Lock()
 
     def one(i: int, cfg: dict) -> None:
@@ -70,7 +73,9 @@ def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str
         res = run_child(fake_python, ["run", json.dumps(cfg)], timeout=20, stall=0.5, gate=gate)
         assert res.clean, (res.ended, res.detail, res.stderr_tail)
         iv = next(e for e in res.events if e["event"] == "interval")
+        learned = next(e for e in res.events if e["event"] == "result")
         with lock:
+            paused[i] = learned["data"].get("paused_s")
             results.append((iv["start"], iv["end"]))
             ticks.extend((i, e["at"]) for e in res.events if e["event"] == "tick")
 
@@ -87,11 +92,15 @@ def test_timed_sections_never_overlap_and_waiting_is_not_a_hang(fake_python: str
     if not pause:
         # the first timed section waited for the slowest untimed start (1.0 s): a barrier, not a queue
         assert results[0][0] - started >= 0.9
+        assert paused == {0: None, 1: None, 2: None}  # nobody is paused at a barrier
     else:
         # it went as soon as it asked (0.1 s of work), and nobody worked while anybody timed
         assert results[0][0] - started < 0.9, results
         inside = [(i, at) for i, at in ticks for start, end in results if start + 0.02 < at < end - 0.02]
         assert inside == [], (inside, results)
+        # the slow starter was paused through both other timed sections (0.45 s each): its stage
+        # record says so, for the seconds its own clock counted
+        assert paused[2] is not None and paused[2] >= 0.6, paused
     assert time.time() - started < 6
 
 

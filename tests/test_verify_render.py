@@ -118,8 +118,22 @@ def test_progress_without_a_terminal_prints_one_line_per_finished_stage_when_ver
     lines = [re.sub(r"^verify \+\d+\.\d s: ", "verify: ", line) for line in buf.getvalue().splitlines()]
     assert lines == ["verify: torch 2.13.0 imported in 1.5 s",
                      "verify: torch cpu: speed 1,600 images/s",
-                     "verify: torch cpu: learning FAILED: 20% in 300 steps, 9.0 s"]
+                     "verify: torch cpu: learning FAILED: 20% in 300 steps, 9.00 s"]
     assert all(re.match(r"verify \+\d+\.\d s: ", line) for line in buf.getvalue().splitlines())
+
+
+def test_a_learning_stage_paused_by_another_childs_timing_shows_its_own_seconds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlprobe import ui
+
+    monkeypatch.setattr(ui, "_level", ui.VERBOSE)
+    buf = io.StringIO()
+    p = Progress(stream=buf)
+    p.event({"event": "result", "framework": "torch", "device": "cpu", "stage": "learning",
+             "data": {"passed": True, "accuracy": 0.92, "steps": 60, "seconds": 1.45, "paused_s": 1.3}})
+    p.stop()
+    assert buf.getvalue().split(": ", 1)[1].strip() == (
+        "torch cpu: learning ok: 92% in 60 steps, 0.15 s (and 1.3 s paused while another child timed)")
 
 
 def test_h200_fixture_shows_cuda_accelerated_with_its_proof() -> None:

@@ -80,12 +80,24 @@ def _stage_line(stage: str, d: Dict[str, Any]) -> str:
     if stage == "learning":
         acc = d.get("accuracy")
         ok = "ok" if d.get("passed") else "FAILED"
-        return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {d.get('seconds')} s"
+        return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {_busy_s(d):.2f} s{_paused(d)}"
     if stage == "speed":
         spread = d.get("spread")
         tail = f" (median of {d.get('repeats')}, spread {100 * spread:.1f}%)" if isinstance(spread, (int, float)) else ""
         return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}"
     return stage
+
+
+def _busy_s(d: Dict[str, Any]) -> float:
+    """A learning stage's seconds, less the time its child was paused while another one timed."""
+    secs, paused = d.get("seconds"), d.get("paused_s")
+    secs = float(secs) if isinstance(secs, (int, float)) else 0.0
+    return max(0.0, secs - float(paused)) if isinstance(paused, (int, float)) else secs
+
+
+def _paused(d: Dict[str, Any]) -> str:
+    paused = d.get("paused_s")
+    return f" (and {paused:.1f} s paused while another child timed)" if isinstance(paused, (int, float)) and paused >= 0.05 else ""
 
 
 def _memory(proof: Optional[Dict[str, Any]]) -> str:
@@ -107,7 +119,7 @@ def rows(doc: Dict[str, Any]) -> List[List[str]]:
         corr = "" if not c else ("error" if c.get("error") else "NaN" if c.get("nan") else
                                  "ok" if c.get("passed") else "MISMATCH")
         learn = "" if not lr else ("error" if lr.get("error") else "NaN" if lr.get("nan") else
-                                   f"{100 * (lr.get('accuracy') or 0):.0f}% {lr.get('seconds', 0):.1f}s"
+                                   f"{100 * (lr.get('accuracy') or 0):.0f}% {_busy_s(lr):.1f}s"
                                    + ("" if lr.get("passed") else " FAIL"))
         ips = sp.get("images_per_s") if not sp.get("error") else None
         ratio = r.get("speedup_vs_framework_cpu")

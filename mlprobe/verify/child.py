@@ -124,6 +124,18 @@ def run_child(
         gate.leave(token)
 
 
+def _note_pauses(ev: Dict[str, Any], gated: "tuple[TimingGate, object]", stage_paused: List[float]) -> None:
+    """A stage's record says how long the child was paused in it (`paused_s`) while another child
+    timed: its own clock (a learning stage's `seconds`, every `stage_s`) counts that time too."""
+    kind = ev.get("event")
+    if kind == "stage":
+        stage_paused[0] = gated[0].paused_s(gated[1])
+    elif kind == "result" and isinstance(ev.get("data"), dict):
+        during = gated[0].paused_s(gated[1]) - stage_paused[0]
+        if during >= 0.001:
+            ev["data"]["paused_s"] = round(during, 3)
+
+
 def _run_child(
     python: str,
     args: List[str],
@@ -156,6 +168,7 @@ def _run_child(
     if gated is not None:
         gated[0].attach(gated[1], proc)
     paused = 0.0  # time paused by the gate (another child timing), already added to the clocks
+    stage_paused = [0.0]  # the pause total when the current stage began
 
     lines: "queue.Queue[Optional[str]]" = queue.Queue()
     seen = [t0]  # when the child last printed a line that is no event
@@ -239,6 +252,8 @@ def _run_child(
         except ValueError:
             continue
         if isinstance(ev, dict):
+            if gated is not None:
+                _note_pauses(ev, gated, stage_paused)
             next_s = ev.get("next_s")
             allowed = max(stall, 3.0 * float(next_s)) if isinstance(next_s, (int, float)) else stall
             if ev.get("event") == "timing":
