@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from dataclasses import dataclass, field
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -259,23 +258,10 @@ def split_devices(fw: str, found: Found, device: Optional[str], gate: Optional[T
 def run_split(run: FrameworkChildren) -> List[str]:
     """The CPU in `run`'s child, the accelerators in a second child at the same time; their results
     joined into `run` (the CPU first, as one child lists them)."""
-    accel = FrameworkChildren(run.python, run.fw, run.opts, run.on_event)
-    box: Dict[str, List[str]] = {}
-    failed: List[BaseException] = []
-
-    def other() -> None:
-        try:
-            box["todo"] = run_torch_or_tf(accel, "gpu", baseline=False)
-        except BaseException as exc:  # raised again below, in the lane's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=other, name=f"verify-{run.fw}-accelerators", daemon=True)
-    thread.start()
-    todo = run_torch_or_tf(run, "cpu", cpu_only=True)
-    thread.join()
-    if failed:
-        raise failed[0]
-    return run.absorb(accel, todo, box.get("todo", []))
+    accel = run.spawn()
+    todo, accel_todo = _each([partial(run_torch_or_tf, run, "cpu", cpu_only=True),
+                              partial(run_torch_or_tf, accel, "gpu", baseline=False)], True)
+    return run.absorb(accel, todo, accel_todo)
 
 
 def _each(jobs: Sequence[Callable[[], T]], together: bool) -> List[T]:
