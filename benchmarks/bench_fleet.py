@@ -1,9 +1,13 @@
 """Fleet figures.
 
-1. `mlprobe fleet merge` of N report files (default 10,000; real reports of 8 fixture bundles, copied
-   per node, with driver and torch drift injected on known nodes): wall time and peak memory of the
-   command (its own process, measured by the kernel: ru_maxrss of the child), whether every injected
-   drift was found (and nothing else), and whether every group holds exactly one template's nodes.
+1. `mlprobe fleet merge` of N report files (default 10,000 and 100,000; real reports of 8 fixture
+   bundles, copied per node, with driver and torch drift injected on known nodes), against the floor
+   measured in the same run on the same files (a fresh process reads every file, then decodes every
+   one with the fastest JSON decoder installed): wall time with --jobs 1 and with the default (a
+   process per core), its ratio to the floor, and peak memory (measured by the kernel: ru_maxrss of
+   the largest process of the command), whether every injected drift was found (and nothing else),
+   and whether every group holds exactly one template's nodes. With --ray-workers 1 2 3: the same
+   merge with --ray on local clusters of that many one-CPU nodes, and the speed-up over one node.
 2. `mlprobe fleet scan` on a 4-node local Ray cluster (ray start --head + 3 ray start --address; the
    nodes replay the H200, RX 6700 XT and Opteron bundles, the head scans this machine), against
    `mlprobe report` of this machine (the same scan + plan on one node), after the cluster is up:
@@ -11,7 +15,8 @@
    round trip with empty tasks (a new worker process per node is most of it). Then the same with
    `--keep-agents 300`: one scan starts an agent per node, the repeats reuse them.
 
-    python benchmarks/bench_fleet.py [--nodes 10000] [--skip-merge] [--skip-scan] [--repeats 5]
+    python benchmarks/bench_fleet.py [--nodes 10000 100000] [--ray-workers 1 2 3] [--skip-merge]
+                                     [--skip-scan] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -45,32 +50,114 @@ def run_child(argv: List[str], env: "dict[str, str] | None" = None) -> Tuple[flo
     return info["wall"], info["rss_kib"] / 1024, result
 
 
-def bench_merge(nodes: int) -> None:
+# The floor of `fleet merge`, in a fresh process: read every file (alone, for the figure), then read and
+# decode every file with each JSON decoder installed (msgspec, orjson; stdlib json for comparison up
+# to 20,000 files); the floor is the fastest read + decode pass.
+FLOOR = """
+import json, os, sys, time
+folder, with_json = sys.argv[1], sys.argv[2] == "1"
+files = sorted(os.path.join(folder, n) for n in os.listdir(folder))
+
+
+def read(f):
+    with open(f, "rb") as fh:
+        return fh.read()
+
+
+t = time.perf_counter()
+for f in files:
+    read(f)
+out = {"read": time.perf_counter() - t}
+decoders = {"json": json.loads} if with_json else {}
+try:
+    import msgspec
+    decoders["msgspec"] = msgspec.json.Decoder().decode
+except ImportError:
+    pass
+try:
+    import orjson
+    decoders["orjson"] = orjson.loads
+except ImportError:
+    pass
+for name, dec in decoders.items():  # each file read and decoded, then dropped (as a merge does)
+    t = time.perf_counter()
+    for f in files:
+        dec(read(f))
+    out[name] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+def check_fleet(doc: dict, membership: dict, injected: set) -> str:
+    found = {(d["node"], d["field"]) for d in doc["drift"]}
+    pure = all(len({membership[n] for n in g["nodes"]}) == 1 for g in doc["groups"])
+    ok = pure and found == injected and len(doc["groups"]) == len(set(membership.values()))
+    return (f"groups {len(doc['groups'])} (templates {len(set(membership.values()))}), each one template's "
+            f"nodes: {pure}; drift {len(found)} found of {len(injected)} injected, all found: "
+            f"{found >= injected}, nothing else: {found <= injected} -> {'OK' if ok else 'WRONG'}")
+
+
+def bench_merge(nodes: int, ray_workers: List[int]) -> None:
     with tempfile.TemporaryDirectory(prefix="mlprobe-fleet-bench-") as tmp:
         folder = Path(tmp) / "reports"
         t = time.perf_counter()
         membership, injected = write_fleet(folder, nodes, templates=template_reports())
         size = sum(f.stat().st_size for f in folder.iterdir())
-        print(f"generated {nodes:,} reports ({size / 2**20:,.0f} MiB, {len(injected)} injected drifts) in "
-              f"{time.perf_counter() - t:.1f} s")
+        print(f"generated {nodes:,} reports ({size / 2**20:,.0f} MiB, {size / nodes / 1024:.1f} KiB each, "
+              f"{len(injected)} injected drifts) in {time.perf_counter() - t:.1f} s; {os.cpu_count()} CPUs here")
+        wall, rss, proc = run_child([sys.executable, "-c", FLOOR, str(folder), "1" if nodes <= 20_000 else "0"])
+        fl = json.loads(proc.stdout)
+        floor, fastest = min((v, k) for k, v in fl.items() if k != "read")
+        print(f"  floor: read + decode of every file with {fastest}, one process: {floor:.2f} s (reading alone "
+              f"{fl['read']:.2f} s; read + decode: " + ", ".join(f"{k} {v:.2f} s" for k, v in fl.items() if k != "read")
+              + ")")
         out = Path(tmp) / "fleet.json"
-        # the files are in the page cache after writing; a first run warms Python's own caches
-        wall, rss, proc = run_child([sys.executable, "-m", "mlprobe", "fleet", "merge", str(folder), "-o", str(out)])
-        if proc.returncode != 0:
-            raise SystemExit(f"fleet merge failed: {proc.stderr[-2000:]}")
-        doc = json.loads(out.read_text())
-        found = {(d["node"], d["field"]) for d in doc["drift"]}
-        pure = all(len({membership[n] for n in g["nodes"]}) == 1 for g in doc["groups"])
-        print(f"fleet merge of {nodes:,} reports: {wall:.2f} s wall, peak memory {rss:,.0f} MiB "
-              f"(targets: <= 10 s, <= 1024 MiB)")
-        print(f"  groups: {len(doc['groups'])} (templates: {len(set(membership.values()))}), each group one "
-              f"template's nodes: {pure}")
-        print(f"  drift: {len(found)} found, {len(injected)} injected, all found: {found >= injected}, "
-              f"nothing else: {found <= injected}")
-        print(f"  fleet report: {out.stat().st_size / 2**20:.1f} MiB")
-        wall2, rss2, _ = run_child([sys.executable, "-m", "mlprobe", "fleet", "show", str(out), "--html",
-                                    str(Path(tmp) / "fleet.html")])
-        print(f"fleet show --html of it: {wall2:.2f} s, peak {rss2:,.0f} MiB")
+        for jobs in ("1", "auto"):
+            argv = [sys.executable, "-m", "mlprobe", "fleet", "merge", str(folder), "-o", str(out)]
+            if jobs != "auto":
+                argv += ["--jobs", jobs]
+            wall, rss, proc = run_child(argv)
+            if proc.returncode != 0:
+                raise SystemExit(f"fleet merge failed: {proc.stderr[-2000:]}")
+            doc = json.loads(out.read_text())
+            print(f"  mlprobe fleet merge --jobs {jobs}: {wall:.2f} s = {wall / floor:.2f}x the floor "
+                  f"(goal <= 1.5x), peak memory of its largest process {rss:,.0f} MiB (goal <= 512 MiB, "
+                  f"limit 1024 MiB)")
+            print(f"    {check_fleet(doc, membership, injected)}; fleet report {out.stat().st_size / 2**20:.1f} MiB")
+        if ray_workers:
+            bench_ray_merge(folder, membership, injected, ray_workers, floor)
+        if nodes <= 20_000:
+            wall2, rss2, _ = run_child([sys.executable, "-m", "mlprobe", "fleet", "show", str(out), "--html",
+                                        str(Path(tmp) / "fleet.html")])
+            print(f"  fleet show --html of it: {wall2:.2f} s, peak {rss2:,.0f} MiB")
+
+
+def bench_ray_merge(folder: Path, membership: dict, injected: set, workers: List[int], floor: float) -> None:
+    """`fleet merge --ray` on a local cluster of 1, 2, ... nodes of one CPU each (a head and more
+    `ray start --address` nodes on this machine)."""
+    from tests.ray_cluster import LocalRayCluster
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MLPROBE_REPLAY", "RAY_ADDRESS")}
+    first = None
+    for k in workers:
+        cluster = LocalRayCluster()
+        try:
+            cluster.start_head("head")
+            for i in range(k - 1):
+                cluster.add_node(f"w{i}")
+            cluster.wait_nodes(k)
+            out = folder.parent / "fleet-ray.json"
+            wall, rss, proc = run_child([sys.executable, "-m", "mlprobe", "fleet", "merge", str(folder), "--ray",
+                                         "--address", cluster.address, "-o", str(out)], env)
+            if proc.returncode != 0:
+                raise SystemExit(f"fleet merge --ray failed: {proc.stderr[-2000:]}")
+            first = first or wall
+            doc = json.loads(out.read_text())
+            print(f"  mlprobe fleet merge --ray, {k} node(s) of 1 CPU: {wall:.2f} s ({wall / floor:.2f}x the "
+                  f"floor), speed-up over 1 node {first / wall:.2f}x, driver peak {rss:,.0f} MiB")
+            print(f"    {check_fleet(doc, membership, injected)}")
+        finally:
+            cluster.stop()
 
 
 # A fresh driver: connect, one empty task pinned to each node (a new worker process there), disconnect.
@@ -147,13 +234,16 @@ def bench_scan(repeats: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--nodes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--ray-workers", type=int, nargs="*", default=[],
+                    help="also merge on local Ray clusters of these many 1-CPU nodes (e.g. 1 2 3)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--skip-merge", action="store_true")
     ap.add_argument("--skip-scan", action="store_true")
     a = ap.parse_args()
     if not a.skip_merge:
-        bench_merge(a.nodes)
+        for n in a.nodes:
+            bench_merge(n, a.ray_workers)
     if not a.skip_scan:
         bench_scan(a.repeats)
 

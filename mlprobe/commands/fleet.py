@@ -64,6 +64,16 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="leave out files that are not readable reports (listed as warnings) instead of stopping")
     m.add_argument("--embed-reports", action="store_true",
                    help="keep each node's whole report in the fleet report (large for big fleets)")
+    m.add_argument("--jobs", type=jobs_count, default=None, metavar="N",
+                   help="read the files in N processes (default: one per core from "
+                        "2,000 files on, else 1); the report is the same for any N")
+    m.add_argument("--ray", action="store_true",
+                   help="read the files as Ray tasks on a cluster whose nodes see the same files (a shared "
+                        "file system); needs mlprobe[ray] on every node")
+    m.add_argument("--address", default=None,
+                   help="with --ray: the cluster's address, HOST:PORT of its head (default: RAY_ADDRESS, "
+                        "else 'auto': the cluster this machine belongs to; 'local': a Ray of this machine "
+                        "alone, started for this merge)")
     m.add_argument("--json", action="store_true", help="print the fleet report as JSON")
     m.add_argument("-o", "--output", metavar="FILE", help="write the fleet report (JSON) here")
     m.set_defaults(func=run_merge)
@@ -141,23 +151,64 @@ def run_scan(args: argparse.Namespace) -> int:
     return 0 if all(n.status == "ok" for n in fleet.nodes) else EXIT_FAILURE
 
 
+def jobs_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return n
+
+
 def run_merge(args: argparse.Namespace) -> int:
     from ..fleet.load import expand_inputs
-    from ..fleet.merge import merge_fleet
+    from ..fleet.merge import merge, merge_embedded
 
     _check_output(args.output)
     if args.output:
         refuse_overwriting_an_input(args.output, expand_inputs(args.files))
+    if args.address and not args.ray:
+        raise MlprobeError("--address is for --ray", next_step="add --ray, or leave out --address",
+                           ref="E910", exit_code=EXIT_USAGE)
+    if args.ray and args.embed_reports:
+        raise MlprobeError("--embed-reports is not read on Ray", why="every whole report would cross the cluster",
+                           next_step="leave out --ray or --embed-reports", ref="E910", exit_code=EXIT_USAGE)
 
     def progress(done: int, total: int) -> None:
         ui.debug(f"read {done}/{total} reports")
 
+    def on_ray(cpus: int) -> None:
+        ui.debug(f"fleet merge on Ray: {cpus} CPU(s) in the cluster")
+
     with ui.progress("fleet merge: reading reports"):
-        fleet = merge_fleet(args.files, keep_reports=args.embed_reports, skip_bad=args.skip_bad,
-                            on_progress=progress)
-    for w in fleet.warnings:
+        if args.embed_reports:
+            fleet = merge_embedded(args.files, skip_bad=args.skip_bad, on_progress=progress)
+        else:
+            address = (args.address or os.environ.get("RAY_ADDRESS") or "auto") if args.ray else None
+            merged = merge(args.files, skip_bad=args.skip_bad, on_progress=progress, jobs=args.jobs,
+                           ray_address=address, on_ray=on_ray)
+    if args.embed_reports:
+        for w in fleet.warnings:
+            ui.note(f"warning: {w}")
+        _emit(fleet, args)
+        return 0
+    for w in merged.warnings:
         ui.note(f"warning: {w}")
-    _emit(fleet, args)
+    if len(merged.names) <= INDENT_NODES or not (args.output or args.json):
+        _emit(merged.document(), args)  # indented, or the terminal tables
+        return 0
+    # a large fleet: written as it is made, never whole in memory
+    if args.output:
+        ui.write_chunks(args.output, merged.chunks())
+        s = merged.summary
+        ui.note(f"wrote {ui.display_path(args.output)} ({s.nodes} nodes, {s.groups} groups); show it with: "
+                f"mlprobe fleet show {ui.display_path(args.output)}")
+    if args.json:
+        sys.stdout.flush()
+        for piece in merged.chunks():
+            sys.stdout.buffer.write(piece)
+        sys.stdout.buffer.flush()
     return 0
 
 

@@ -24,7 +24,7 @@ from .. import __version__
 from ..model.jsontypes import JsonObject
 from ..report.envelope import utc_now
 from .group import build_groups
-from .model import FleetDocument, FleetNode, FleetSource, FleetSummary
+from .model import Drift, FleetDocument, FleetNode, FleetSource, FleetSummary, Group
 
 FLEET_VERSION = 1
 FLEET_KIND = "mlprobe-fleet"
@@ -43,23 +43,33 @@ def build_fleet(nodes: Sequence[FleetNode], source: FleetSource, warnings: Optio
     is ok), each node with its group set."""
     ok = [(n.name, n.facts) for n in nodes if n.status == "ok" and n.facts is not None]
     groups, drift = build_groups(ok)
+    return assemble(nodes, groups, drift, source, warnings, now)
+
+
+def assemble(nodes: Sequence[FleetNode], groups: Sequence[Group], drift: Sequence[Drift], source: FleetSource,
+             warnings: Optional[Sequence[str]] = None, now: Optional[str] = None) -> FleetDocument:
+    """The fleet report from its nodes and the groups and drift made of them."""
     group_of = {name: g.id for g in groups for name in g.nodes}
-    by_status: Dict[str, int] = {}
-    for n in nodes:
-        by_status[n.status] = by_status.get(n.status, 0) + 1
     return FleetDocument(
         fleet_version=FLEET_VERSION,
         kind=FLEET_KIND,
         mlprobe_version=__version__,
         generated_at=now or utc_now(),
         source=source,
-        summary=FleetSummary(nodes=len(nodes), by_status=by_status, groups=len(groups),
-                             drift_nodes=len({d.node for d in drift})),
+        summary=fleet_summary(nodes, groups, drift),
         nodes=tuple(dataclasses.replace(n, group=group_of.get(n.name)) for n in nodes),
         groups=tuple(groups),
         drift=tuple(drift),
         warnings=tuple(warnings or ()),
     )
+
+
+def fleet_summary(nodes: Sequence[FleetNode], groups: Sequence[Group], drift: Sequence[Drift]) -> FleetSummary:
+    by_status: Dict[str, int] = {}
+    for n in nodes:
+        by_status[n.status] = by_status.get(n.status, 0) + 1
+    return FleetSummary(nodes=len(nodes), by_status=by_status, groups=len(groups),
+                        drift_nodes=len({d.node for d in drift}))
 
 
 def fleet_schema() -> JsonObject:

@@ -57,26 +57,41 @@ def _majority(values: Counter[Optional[str]]) -> Tuple[Optional[str], int]:
 
 
 def build_groups(nodes: Iterable[Tuple[str, NodeSummary]]) -> Tuple[List[Group], List[Drift]]:
-    """(groups, drift) from (node name, summary) pairs of the nodes that have a report."""
+    """(groups, drift) from (node name, summary) pairs of the nodes that have a report. Nodes of the
+    same report share one summary object (fleet merge reads each distinct report once): the key,
+    the software fields and the differences are worked out once per distinct summary, so a group of
+    100,000 identical nodes costs what its few distinct reports cost, plus one pass over the names."""
     by_key: Dict[str, List[Tuple[str, NodeSummary]]] = {}
+    keys: Dict[int, str] = {}
     for name, s in nodes:
-        by_key.setdefault(hardware_key(s), []).append((name, s))
+        k = keys.get(id(s))
+        if k is None:
+            k = keys[id(s)] = hardware_key(s)
+        by_key.setdefault(k, []).append((name, s))
     groups: List[Group] = []
     drift: List[Drift] = []
     for key, members in by_key.items():
         gid = "g-" + key_id(key)
-        softs = [software_of(s) for _, s in members]
-        fields = sorted({f for sw in softs for f in sw}, key=lambda f: (f.startswith("framework:"), f))
+        weight: Counter[int] = Counter(id(s) for _, s in members)
+        distinct: Dict[int, NodeSummary] = {}
+        for _, s in members:
+            distinct.setdefault(id(s), s)
+        softs = {i: software_of(s) for i, s in distinct.items()}
+        fields = sorted({f for sw in softs.values() for f in sw}, key=lambda f: (f.startswith("framework:"), f))
         software: Dict[str, SoftwareField] = {}
         for f in fields:
-            counts: Counter[Optional[str]] = Counter(sw.get(f) for sw in softs)
+            counts: Counter[Optional[str]] = Counter()
+            for i, sw in softs.items():
+                counts[sw.get(f)] += weight[i]
             value, n = _majority(counts)
             software[f] = SoftwareField(majority=value, nodes=n, variants=len(counts),
                                         contested=n * 2 <= len(members) and len(counts) > 1)
+        diffs_of = {i: [(f, sw.get(f)) for f in fields if sw.get(f) != software[f].majority]
+                    for i, sw in softs.items()}
         drift_nodes: List[str] = []
         rep: Optional[Tuple[str, NodeSummary]] = None
-        for (name, s), sw in zip(members, softs):
-            diffs = [(f, sw.get(f)) for f in fields if sw.get(f) != software[f].majority]
+        for name, s in members:
+            diffs = diffs_of[id(s)]
             if not diffs:
                 rep = rep or (name, s)
                 continue

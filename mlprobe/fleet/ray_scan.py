@@ -30,14 +30,15 @@ NodeEvent = Callable[[str, str, Optional[float], str], None]
 POLL_S = 0.5
 
 
-def import_ray() -> Any:
+def import_ray(for_merge: bool = False) -> Any:
     try:
         import ray
     except ImportError as exc:
         raise StageError(
             "Ray is not installed in this Python", why=str(exc),
-            next_step="install the extra: python -m pip install 'mlprobe[ray]' (on every node), or gather "
-                      "`mlprobe report` files another way and use `mlprobe fleet merge`",
+            next_step="install the extra: python -m pip install 'mlprobe[ray]' (on every node), or "
+                      + ("merge on this machine alone: leave out --ray" if for_merge else
+                         "gather `mlprobe report` files another way and use `mlprobe fleet merge`"),
             ref="E903", kind="usage") from None
     return ray
 
@@ -74,23 +75,21 @@ def unreachable(address: str, timeout: float) -> Optional[str]:
     return None
 
 
-def connect(ray: Any, address: str, timeout: float = 5.0) -> None:
+def connect(ray: Any, address: str, timeout: float = 5.0, for_merge: bool = False) -> None:
+    step = ("start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
+            "the others) or pass its address with --address HOST:PORT"
+            + ("; or merge on this machine alone: leave out --ray" if for_merge else ""))
     why = unreachable(address, timeout)
     if why:
-        raise StageError(
-            f"cannot connect to a Ray cluster at {address}", why=why,
-            next_step="start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
-                      "the others) or pass its address with --address HOST:PORT",
-            ref="E904", kind="usage")
+        raise StageError(f"cannot connect to a Ray cluster at {address}", why=why, next_step=step,
+                         ref="E904", kind="usage")
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, ignore_reinit_error=True,
                  configure_logging=True)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError: all mean no cluster there
         raise StageError(
             f"cannot connect to a Ray cluster at {address}", why=f"{type(exc).__name__}: {exc}"[:500],
-            next_step="start one (`ray start --head` on the head node, `ray start --address HEAD:6379` on "
-                      "the others) or pass its address with --address HOST:PORT",
-            ref="E904", kind="usage") from None
+            next_step=step, ref="E904", kind="usage") from None
 
 
 class RayNode(NamedTuple):
