@@ -62,6 +62,7 @@ KEYS = (
 _KEY_RE = re.compile(
     r"^(" + "|".join(re.escape(k) for k in sorted(KEYS, key=len, reverse=True)) + r"):[ \t]?(.*)$"
 )
+_INTEL_SECTIONS = ("Intel GPU driver version", "Intel GPU models onboard", "Intel GPU models detected")
 _GPU_LINE = re.compile(r"^GPU\s+(\d{1,3}):\s*(.+?)\s*(?:\(UUID:[^)]*\))?\s*$")
 
 
@@ -72,6 +73,10 @@ class CollectEnv:
     gpu_lines: List[str] = field(default_factory=list)  # `GPU N: name` lines
     cpu_lines: List[str] = field(default_factory=list)
     libraries: List[Tuple[str, str, str]] = field(default_factory=list)  # (channel, name, version)
+    # torch 2.6+ on an XPU build with a GPU: the `* ...` lines under "Intel GPU driver version:",
+    # "Intel GPU models onboard:" (xpu-smi's or WMI's names) and "Intel GPU models detected:"
+    # (`* [0] _XpuDeviceProperties(name='...', device_id=0xE211, total_memory=23256MB, ...)`).
+    intel_lines: Dict[str, List[str]] = field(default_factory=dict)
 
     def get(self, key: str) -> Optional[str]:
         return self.values.get(key)
@@ -98,6 +103,7 @@ def parse_collect_env(text: str) -> CollectEnv:
                 key
                 if key
                 in ("GPU models and configuration", "CPU", "Versions of relevant libraries", "cuDNN version")
+                + _INTEL_SECTIONS
                 else None
             )
             if key == "GPU models and configuration" and value and out.gpu_inline is None:
@@ -110,6 +116,9 @@ def parse_collect_env(text: str) -> CollectEnv:
         if section == "GPU models and configuration":
             if _GPU_LINE.match(line.strip()):
                 out.gpu_lines.append(line.strip())
+        elif section in _INTEL_SECTIONS and section is not None:
+            if line.strip().startswith("*"):
+                out.intel_lines.setdefault(section, []).append(line.strip()[1:].strip())
         elif section == "CPU":
             out.cpu_lines.append(line)
         elif section == "Versions of relevant libraries":
@@ -200,6 +209,71 @@ def gpus_from_env(env: CollectEnv) -> List[GpuFacts]:
                 notes=notes,
             )
         )
+    return out
+
+
+_XPU_PROPS = re.compile(r"^\[(\d+)\]\s*_XpuDeviceProperties\((.*)\)\s*$")
+_XPU_FIELD = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\[[^\]]*\]|[^,]*)")
+
+
+def _xpu_fields(body: str) -> Dict[str, str]:
+    """`name='Intel(R) Graphics [0xe20b]', type='gpu', device_id=0xE20B, total_memory=11605MB` -> dict."""
+    return {m.group(1): m.group(2).strip().strip("'") for m in _XPU_FIELD.finditer(body)}
+
+
+def _intel_driver(env: CollectEnv) -> Optional[str]:
+    """The compute runtime's version from the driver list (`* intel-opencl-icd: 25.44.36015.8-0`,
+    the package's upstream version without its packaging revision)."""
+    for line in env.intel_lines.get("Intel GPU driver version", []):
+        m = re.match(r"^(?:intel-opencl-icd|libze-intel-gpu1|intel-level-zero-gpu)\s*:\s*(\d[\w.]*)", line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def xpu_gpus_from_env(env: CollectEnv) -> List[GpuFacts]:
+    """The Intel GPUs torch's XPU build saw ("Intel GPU models detected"), else the ones xpu-smi or
+    WMI named ("Intel GPU models onboard"). A runtime that names the part only by its PCI id
+    (`Intel(R) Graphics [0xe20b]`, or `device_id=0xE20B` in newer torch) is named from the Intel
+    table."""
+    from ..model.hw.intel import intel_gpu_info, intel_gpu_info_by_name
+
+    available = (env.get("Is XPU available") or "").lower().startswith("true")
+    driver = _intel_driver(env)
+    out: List[GpuFacts] = []
+    detected = [m for m in (_XPU_PROPS.match(x) for x in env.intel_lines.get("Intel GPU models detected", [])) if m]
+    for m in detected:
+        f = _xpu_fields(m.group(2))
+        if f.get("type") not in (None, "gpu"):
+            continue
+        name = known(f.get("name"))
+        pci = None
+        dm = re.fullmatch(r"0x([0-9a-fA-F]{1,4})", f.get("device_id", ""))
+        nm = re.search(r"\[0x([0-9a-fA-F]{4})\]\s*$", name or "")
+        if dm or nm:
+            pci = f"0x{int((dm or nm).group(1), 16):04x}"  # type: ignore[union-attr]
+        info = intel_gpu_info(pci) if pci else intel_gpu_info_by_name(name)
+        if info and info.get("name") and (not name or nm):
+            name = str(info["name"])
+        mem = re.fullmatch(r"(\d+)MB", f.get("total_memory", ""))
+        discrete = info.get("discrete") if info else None
+        out.append(GpuFacts(
+            vendor="intel", name=name, driver_version=driver,
+            # torch prints total_memory // 2**20 with the unit "MB"; an integrated GPU's is a share of RAM
+            memory_bytes=int(mem.group(1)) * 2**20 if mem and discrete else None,
+            integrated=(not discrete) if isinstance(discrete, bool) else None,
+            apis=("xpu",) if available else (), architecture=info.get("generation") if info else None,
+            pci_vendor_id="0x8086", pci_device_id=pci,
+            compute_units=int(f["max_compute_units"]) if f.get("max_compute_units", "").isdigit() else None,
+            sources=(SOURCE,), notes=(f"torch.xpu device {m.group(1)} ({f.get('platform_name') or '?'})",)))
+    if not out:
+        for line in env.intel_lines.get("Intel GPU models onboard", []):
+            name = known(line)
+            if name:
+                info = intel_gpu_info_by_name(name)
+                out.append(GpuFacts(vendor="intel", name=name, driver_version=driver,
+                                    architecture=info.get("generation") if info else None,
+                                    sources=(SOURCE,), notes=("named by xpu-smi / WMI in collect_env",)))
     return out
 
 
@@ -339,7 +413,8 @@ def _replace_source(cpu: CpuFacts) -> CpuFacts:
     from dataclasses import replace
 
     level = x86_64_level(cpu.flags) if cpu.arch == "x86_64" and cpu.flags else None
-    return replace(cpu, source="collect_env.txt", x86_64_level=level)
+    return replace(cpu, source="collect_env.txt", x86_64_level=level,
+                   arch_evidence="collect_env.txt (its lscpu block)" if cpu.arch else None)
 
 
 def probe(host: Host) -> Contribution:
@@ -348,7 +423,7 @@ def probe(host: Host) -> Contribution:
     if env is None:
         return out
     system = _system(env)
-    out.gpus = gpus_from_env(env)
+    out.gpus = gpus_from_env(env) + xpu_gpus_from_env(env)
     out.frameworks = frameworks_from_env(env)
     out.runtimes = runtimes_from_env(env, system)
     if not host.get("host.json").ok:
@@ -357,7 +432,22 @@ def probe(host: Host) -> Contribution:
     # of its own is in the bundle (the cpu probe, first in the merge, then wins anyway).
     if not any(host.get(n).ok for n in ("proc-cpuinfo.txt", "lscpu.txt", "sysctl.txt", "py-cpuinfo.json")):
         out.cpu = cpu_from_env(env)
+    hint = arch_from_platform(env)
+    if hint is not None:
+        out.cpu_hints.append(hint)
     return out
+
+
+def arch_from_platform(env: CollectEnv) -> Optional[CpuFacts]:
+    """The architecture in the Python platform tag (`Linux-6.8.0-x86_64-with-glibc2.39`,
+    `macOS-14.1-arm64-arm-64bit`): the machine the pasting Python ran on."""
+    platform = env.get("Python platform") or ""
+    m = re.search(r"-(x86_64|aarch64|arm64|ppc64le|s390x|riscv64|AMD64)(?:-|$)", platform)
+    if not m:
+        return None
+    arch = {"AMD64": "x86_64"}.get(m.group(1), m.group(1))
+    return CpuFacts(arch=arch, source="collect_env.txt",
+                    arch_evidence=f"collect_env's Python platform tag ({platform})")
 
 
 __all__ = [

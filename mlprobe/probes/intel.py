@@ -21,19 +21,23 @@ PCI device id.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import replace
-from typing import Any, Dict, List, NamedTuple, Optional, Union
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from ..model import knowledge as kb
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts
+from ..model.facts import Contribution, CpuFacts, GpuFacts
 from ..scan.capture import Host
 from ..model.vendors import hex_id, normalise_bus_id
 from ._util import nothing_read, parse_capture
+from ..model.hw.intel import intel_gpu_info, intel_gpu_info_by_name
 
 INTEL_VENDOR_ID = "0x8086"
 XPU_DRIVERS = ("i915", "xe")
+# What each device's `sources` names: the tool that listed it ("seen by"), not this probe. The DRM
+# cards in sysfs keep the probe's own name, "intel".
+SYCL_LS = "sycl-ls"
+XPU_SMI = "xpu-smi"
 
 
 class DrmCard(NamedTuple):
@@ -42,28 +46,6 @@ class DrmCard(NamedTuple):
     vendor_id: str  # "0x8086"
     device_id: str  # "0x3e92"
     driver: Optional[str]  # None when no driver is bound
-
-
-@lru_cache(maxsize=1)
-def _table() -> Dict[str, Dict[str, Any]]:
-    return {row["pci_device_id"]: row for row in kb.rows("intel_gpus") if "pci_device_id" in row}
-
-
-def intel_gpu_info(pci_device_id: Union[str, int, None]) -> Optional[Dict[str, Any]]:
-    """'0x3e92' / '3E92' / 0x3e92 -> {name, generation, discrete, xpu_supported, platform, source, ...}
-    from mlprobe/knowledge/intel_gpus.json, or None for an id the table does not know."""
-    if isinstance(pci_device_id, bool) or pci_device_id is None:
-        return None
-    if isinstance(pci_device_id, int):
-        if not 0 <= pci_device_id <= 0xFFFF:
-            return None
-        key: Optional[str] = f"0x{pci_device_id:04x}"
-    else:
-        key = hex_id(str(pci_device_id))
-    if key is None:
-        return None
-    row = _table().get(key)
-    return dict(row) if row is not None else None
 
 
 _LINE = re.compile(
@@ -121,13 +103,16 @@ class SyclDevice(NamedTuple):
     platform: str  # "Intel(R) OpenCL Graphics", "rusticl", ...
     name: str  # "Intel(R) Arc(TM) A770 Graphics"
     driver: Optional[str]  # the bracketed version at the end of the line
+    # The device's number as sycl-ls prints it (`[opencl:gpu:2]`, `[level_zero:gpu][level_zero:1]`):
+    # two identical cards differ only here. None where the line carries none.
+    number: Optional[int] = None
 
 
 # [opencl:gpu:2] Platform, Device OpenCL 3.0 NEO  [24.05.28454.6]           (oneAPI 2023-2024)
 # [level_zero:gpu][level_zero:0] Platform, Device 12.55.8 [1.3.29735+27]      (oneAPI 2024.1 and later)
 _SYCL_LINE = re.compile(
-    r"^\s*\[(?:ext_oneapi_)?(?P<backend>[a-z_]+):(?P<kind>[a-z]+)(?::\d+)?\]"
-    r"(?:\[(?:ext_oneapi_)?[a-z_]+:\d+\])?\s+(?P<platform>[^,\[]+?),\s*(?P<rest>.*?)\s*"
+    r"^\s*\[(?:ext_oneapi_)?(?P<backend>[a-z_]+):(?P<kind>[a-z]+)(?::(?P<index>\d+))?\]"
+    r"(?:\[(?:ext_oneapi_)?[a-z_]+:(?P<index2>\d+)\])?\s+(?P<platform>[^,\[]+?),\s*(?P<rest>.*?)\s*"
     r"(?:\[(?P<driver>[^\]]*)\])?\s*$")
 _SYCL_VERSION_TAIL = re.compile(r"\s+(?:OpenCL\s+\d+\.\d+(?:\s+NEO)?|\d+(?:\.\d+)+)\s*$")
 _PCI_IN_NAME = re.compile(r"\[0x([0-9a-fA-F]{4})\]")
@@ -143,9 +128,11 @@ def parse_sycl_ls(text: str) -> List[SyclDevice]:
         name = _SYCL_VERSION_TAIL.sub("", m.group("rest")).strip()
         if not name:
             continue
+        index = m.group("index") or m.group("index2")
         dev = SyclDevice(m.group("backend"), m.group("kind"), m.group("platform").strip(), name,
-                         (m.group("driver") or "").strip() or None)
-        if dev not in devices:  # a line a paste repeated
+                         (m.group("driver") or "").strip() or None, int(index) if index else None)
+        # The same line twice is a paste's repeat; two identical cards differ in their number.
+        if dev not in devices:
             devices.append(dev)
     if text.strip() and not devices:
         raise ParseError("no `[backend:type] platform, device` line: not sycl-ls output")
@@ -181,17 +168,18 @@ def _xpu_name(name: Optional[str]) -> bool:
 def gpu_from_sycl(dev: SyclDevice) -> GpuFacts:
     pci = _PCI_IN_NAME.search(dev.name)
     pci_id = f"0x{pci.group(1).lower()}" if pci else None
-    info = intel_gpu_info(pci_id) if pci_id else None
+    info = intel_gpu_info(pci_id) if pci_id else intel_gpu_info_by_name(dev.name)
     name = (info.get("name") if info else None) or dev.name
     discrete = info.get("discrete") if info and isinstance(info.get("discrete"), bool) else _discrete_by_name(name)
-    xpu = dev.backend == "level_zero" and (bool(info.get("xpu_supported")) if info else _xpu_name(name))
+    xpu = dev.backend == "level_zero" and (bool(info["xpu_supported"]) if info and "xpu_supported" in info
+                                           else _xpu_name(name))
     apis = ("xpu",) if xpu else ("opencl",) if dev.backend == "opencl" else ()
     return GpuFacts(
         # Level Zero's bracket is its runtime's version; Intel's OpenCL platform prints the driver's
         vendor="intel", name=name, driver_version=dev.driver if dev.backend == "opencl" else None,
         integrated=(not discrete) if discrete is not None else None, apis=apis,
         architecture=info.get("generation") if info else None, pci_vendor_id=INTEL_VENDOR_ID,
-        pci_device_id=pci_id, sources=("intel",),
+        pci_device_id=pci_id, sources=(SYCL_LS,),
         notes=(f"listed by sycl-ls ({dev.backend}, {dev.platform})",))
 
 
@@ -241,7 +229,7 @@ def gpu_from_xpu_smi(dev: Dict[str, str]) -> GpuFacts:
         vendor="intel", name=name, integrated=(not discrete) if discrete is not None else None,
         apis=("xpu",) if xpu else (), architecture=info.get("generation") if info else None,
         pci_bus_id=normalise_bus_id(dev.get("PCI BDF Address")), pci_vendor_id=INTEL_VENDOR_ID,
-        pci_device_id=pci_id, sources=("intel",), notes=("listed by xpu-smi discovery",))
+        pci_device_id=pci_id, sources=(XPU_SMI,), notes=("listed by xpu-smi discovery",))
 
 
 # -- the probe ----------------------------------------------------------------------------------------
@@ -252,6 +240,9 @@ def _fill(a: GpuFacts, b: GpuFacts) -> GpuFacts:
     for name in ("name", "integrated", "architecture", "pci_bus_id", "pci_device_id", "driver_version"):
         if getattr(a, name) is None and getattr(b, name) is not None:
             changes[name] = getattr(b, name)
+    sources = tuple(dict.fromkeys(a.sources + b.sources))
+    if sources != a.sources:
+        changes["sources"] = sources
     apis = tuple(dict.fromkeys(a.apis + b.apis))
     if apis != a.apis:
         changes["apis"] = apis
@@ -301,6 +292,10 @@ def probe(host: Host) -> Contribution:
     drm = [gpu_from_card(c) for c in cards or [] if c.vendor_id == INTEL_VENDOR_ID]
     by_backend = [[gpu_from_sycl(d) for d in devs] for devs in sycl_intel_gpus(sycl or [])]
     out.gpus = combine([drm, [gpu_from_xpu_smi(d) for d in smi or []], combine(by_backend)])
+    # sycl-ls lists the host CPU as an OpenCL CPU device ("Intel(R) OpenCL, Intel(R) Xeon(R) w5-3435X")
+    out.cpu_hints = [CpuFacts(model=re.sub(r"\s+OpenCL\s+\d+\.\d+.*$", "", " ".join(d.name.split())),
+                              source="sycl-ls.txt")
+                     for d in sycl or [] if d.kind == "cpu" and d.name][:1]
     if sycl and not any(d.backend == "level_zero" for d in sycl) and any(
             d.kind == "gpu" and _is_intel_name(d.name) for d in sycl):
         out.warnings.append("sycl-ls lists the Intel GPU through OpenCL only, not Level Zero: PyTorch's "

@@ -8,7 +8,7 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts, OpenClDevice, OpenClPlatform, OpenClRuntime, Runtimes
+from ..model.facts import Contribution, CpuFacts, GpuFacts, OpenClDevice, OpenClPlatform, OpenClRuntime, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import hex_id, normalise_bus_id, vendor_from_pci, vendor_from_text
 from ._util import ANSI, first_parsed, load_json, nothing_read
@@ -371,6 +371,11 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         m = re.search(r"\[(0x[0-9a-fA-F]{4})\]\s*$", dev.name)
         if m:
             pci_device_id = hex_id(m.group(1))
+            from ..model.hw.intel import intel_gpu_info
+
+            info = intel_gpu_info(pci_device_id)
+            if info is not None and info.get("name"):
+                name = str(info["name"])  # "Intel(R) Graphics [0xe20b]" -> "Intel(R) Arc(TM) B580 Graphics"
     integrated = dev.host_unified_memory
     cc, arch = dev.compute_capability, None
     if vendor == "nvidia":
@@ -390,8 +395,18 @@ def gpu_from_device(dev: OpenClDevice, platform: OpenClPlatform) -> GpuFacts:
         # the APP SDK) knows no HSA_OVERRIDE_GFX_VERSION, and where ROCm's OpenCL runs under one the
         # rocm probe's own reading comes first in the merge.
         gfx_target=gfx, runtime_gfx_target=gfx, pci_bus_id=dev.pci_bus_id, pci_device_id=pci_device_id,
-        architecture=arch if vendor != "amd" else _amd_arch(gfx), sources=("opencl",),
+        architecture=(arch if vendor != "amd" else _amd_arch(gfx)) or _intel_generation(vendor, pci_device_id),
+        sources=("opencl",),
     )
+
+
+def _intel_generation(vendor: str, pci_device_id: Optional[str]) -> Optional[str]:
+    if vendor != "intel" or not pci_device_id:
+        return None
+    from ..model.hw.intel import intel_gpu_info
+
+    info = intel_gpu_info(pci_device_id)
+    return str(info["generation"]) if info and info.get("generation") else None
 
 
 def _amd_arch(gfx: Optional[str]) -> Optional[str]:
@@ -451,7 +466,17 @@ def probe(host: Host) -> Contribution:
         for d in p.devices:
             if is_gpu_device(d):
                 out.gpus.append(gpu_from_device(d, p))
+            elif d.type == "CPU" and d.name and not out.cpu_hints:
+                out.cpu_hints.append(CpuFacts(model=cpu_model_of(d.name), source="OpenCL CPU device"))
     return out
+
+
+def cpu_model_of(device_name: str) -> str:
+    """An OpenCL CPU device's name as the CPU's model: PoCL prefixes its driver and LLVM's CPU name
+    ("pthread-Intel(R) Xeon(R) ...", "cpu-haswell-Intel(R) Core(TM) Ultra 7 256V"); Intel's and
+    AMD's runtimes print the brand string itself."""
+    name = " ".join(device_name.split())
+    return re.sub(r"^(?:pthread|cpu)-(?:[a-z0-9_.-]*?-)?(?=[A-Z])", "", name) or name
 
 
 __all__ = [

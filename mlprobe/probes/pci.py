@@ -242,12 +242,23 @@ def gpu_facts(dev: Optional[PciDevice], card: Optional[DrmCard]) -> Optional[Gpu
     driver = card.driver if card else None
     if driver in _DRIVER_NOTES:
         notes = (_DRIVER_NOTES[driver],)
+    name = dev.name if dev else None
+    arch = architecture_of(gfx)
+    if vendor == "intel":
+        # lspci prints the chip's code name ("AlderLake-S GT1"); the runtimes print the product
+        # ("Intel(R) UHD Graphics 770"): the Intel table's name makes both one device in the merge.
+        from ..model.hw.intel import intel_gpu_info
+
+        info = intel_gpu_info(device_id)
+        if info is not None:
+            name = str(info.get("name") or "") or name
+            arch = info.get("generation") or arch
     return GpuFacts(
         vendor=vendor,
-        name=dev.name if dev else None,
+        name=name,
         gfx_target=gfx,
         integrated=_integrated(vendor, bus or "", device_id, table_integrated),
-        architecture=architecture_of(gfx),
+        architecture=arch,
         pci_bus_id=bus,
         pci_vendor_id=vendor_id,
         pci_device_id=device_id,
