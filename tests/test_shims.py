@@ -41,16 +41,40 @@ def run_py(site: Path, code: str, extra_path: Optional[Path] = None, python: str
     return proc.stdout
 
 
-def test_install_writes_module_and_pth_idempotently(tmp_path: Path) -> None:
-    pth = install_shim(tmp_path)
-    assert pth == tmp_path / PTH_NAME
-    assert pth.read_text() == f"import {MODULE_NAME}\n"
-    first = (tmp_path / f"{MODULE_NAME}.py").read_bytes()
+def _with_hook(site: "Path | str") -> Path:
+    """The shim as `mlprobe install` delivers it: its module, loaded by the venv's one start-up hook."""
+    from mlprobe.venvconf import hook
+
+    module = install_shim(site)
+    hook.write(Path(site), {}, [MODULE_NAME])
+    return module
+
+
+def test_install_writes_the_module_only_and_the_start_up_hook_loads_it(tmp_path: Path) -> None:
+    legacy = tmp_path / PTH_NAME
+    legacy.write_text(f"import {MODULE_NAME}\n")  # what an older mlprobe wrote: one mechanism now
+    module = install_shim(tmp_path)
+    assert module == tmp_path / f"{MODULE_NAME}.py" and not legacy.exists()
+    first = module.read_bytes()
     install_shim(tmp_path)
-    assert (tmp_path / f"{MODULE_NAME}.py").read_bytes() == first
-    assert uninstall_shim(tmp_path) and not pth.exists()
+    assert module.read_bytes() == first
+    assert [p.name for p in tmp_path.glob("*.pth")] == []
+    _with_hook(tmp_path)
+    assert [p.name for p in tmp_path.glob("*.pth")] == ["_mlprobe_startup.pth"]
+    out = run_py(tmp_path, "import sys; print('_mlprobe_plaidml_compat' in sys.modules)")
+    assert out.strip() == "True"
+    assert uninstall_shim(tmp_path) and not module.exists()
     with pytest.raises(FileNotFoundError):
         install_shim(tmp_path / "missing")
+
+
+def test_the_file_run_by_hand_still_sets_itself_up(tmp_path: Path) -> None:
+    from mlprobe.shims import plaidml_compat
+
+    proc = subprocess.run([sys.executable, plaidml_compat.__file__, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / PTH_NAME).read_text() == f"import {MODULE_NAME}\n"
 
 
 def test_shim_source_is_python37_syntax() -> None:
@@ -60,7 +84,7 @@ def test_shim_source_is_python37_syntax() -> None:
 
 
 def test_collections_aliases_exist_at_startup(tmp_path: Path) -> None:
-    install_shim(tmp_path)
+    _with_hook(tmp_path)
     out = run_py(tmp_path, """
         import collections, collections.abc
         names = ["Iterable", "Mapping", "MutableMapping", "Sequence", "Callable", "Hashable", "Set"]
@@ -83,7 +107,7 @@ def test_without_the_shim_old_keras_imports_fail_on_this_python(tmp_path: Path) 
 def test_numpy_and_inspect_names_come_back_when_keras_is_imported(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    install_shim(site)
+    _with_hook(site)
     # A stand-in for keras 2.2.4: the lines that break on Python 3.11 + numpy 2.
     fake = tmp_path / "pkgs"
     (fake / "keras").mkdir(parents=True)
@@ -150,7 +174,7 @@ def _interpreters() -> List[str]:
 def test_plaidml_backend_finder_works_on_python_312_import_protocol(tmp_path: Path, python: str) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    install_shim(site)
+    _with_hook(site)
     fake = tmp_path / "pkgs"
     (fake / "plaidml" / "keras").mkdir(parents=True)
     (fake / "plaidml" / "__init__.py").write_text("")
@@ -199,7 +223,7 @@ def test_real_plaidml_keras_verifies_on_llvm_cpu_and_says_it_is_a_cpu(
     py = _plaidml_python(tmp_path_factory)
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    install_shim(site)
+    _with_hook(site)
     # Small speed figures: llvm_cpu.0 needs seconds per batch of 128; this test is about honesty.
     doc = run_verify(python=py, framework="plaidml", cpu_peers=False,
                      overrides={"speed_batch": 32, "speed_repeats": 3, "speed_budget_s": 1.0})

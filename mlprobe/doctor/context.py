@@ -9,7 +9,8 @@ from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
 from ..model.context import RulesContext
-from ..model.doctor import Evidence
+from ..model.doctor import Evidence, LibraryLoad, SettingSeen
+from ..model.jsontypes import JsonObject
 from ..model.facts import Facts, FrameworkFacts, GpuFacts
 from ..model.plan import InstalledFinding, Plan, Recommendation
 from ..scan.capture import Host
@@ -38,6 +39,12 @@ class DoctorContext:
         self.python = python
         self.enumeration_note = enumeration_note
         self._texts: Dict[str, Optional[str]] = {}
+        # the venv's settings at each start (doctor/starts.py) and what the frameworks loaded (libraries.py)
+        self.starts_doc: Optional[JsonObject] = None
+        self.settings_seen: Tuple[SettingSeen, ...] = ()
+        self.library_loads: Tuple[LibraryLoad, ...] = ()
+        self.libraries_capture = ""
+        self.libraries_text = ""
 
     # -- captures ------------------------------------------------------------------------------
     def text(self, name: str) -> Optional[str]:

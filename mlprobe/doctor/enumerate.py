@@ -93,11 +93,43 @@ def _produce(host: Any, s: CaptureSpec) -> Capture:
     return Capture(s.name, "ok", data=json.dumps(doc, indent=2, sort_keys=True).encode())
 
 
+def importable(doc: JsonObject) -> List[str]:
+    """The frameworks an enumeration document found importing."""
+    return [str(f.get("name")) for f in doc.get("frameworks") or [] if isinstance(f, dict)  # type: ignore[union-attr]
+            and f.get("name") and not f.get("error")]
+
+
+def _produce_libraries(host: Any, s: CaptureSpec) -> Capture:
+    import sys
+
+    from . import libraries
+
+    found = host.get("framework-devices.json")
+    doc = json.loads(found.text()) if found.ok else {}
+    names = importable(doc) if isinstance(doc, dict) else []
+    out = libraries.capture(sys.executable, names, timeout=min(s.timeout, 120.0))
+    return Capture(s.name, "ok", data=json.dumps(out, indent=1, sort_keys=True).encode())
+
+
+def _produce_starts(host: Any, s: CaptureSpec) -> Capture:
+    import sys
+
+    from . import starts
+
+    doc = starts.capture(sys.executable)
+    if doc is None:
+        return Capture(s.name, "absent", error="the scanning Python is not in a venv")
+    return Capture(s.name, "ok", data=json.dumps(doc, indent=1, sort_keys=True).encode())
+
+
 def install_producer() -> None:
-    """Let a live host take `framework-devices.json` (for `mlprobe capture`, `report`, `doctor`)."""
+    """Let a live host take `framework-devices.json`, `loaded-libraries.json` and `interpreter-starts.json`
+    (for `mlprobe capture`, `report`, `doctor`)."""
     from ..scan.host import register_producer
 
     register_producer("framework-devices", _produce)
+    register_producer("loaded-libraries", _produce_libraries)
+    register_producer("interpreter-starts", _produce_starts)
 
 
 __all__ = ["FRAMEWORKS", "enumerate_devices", "install_producer"]

@@ -5,11 +5,13 @@ source. `diagnose` runs them all over one machine."""
 
 from __future__ import annotations
 
+import json
 import string
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..model.doctor import DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, RuleOutcome, SEVERITIES
+from ..model.doctor import (DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, LibraryLoad,
+                            RuleOutcome, SEVERITIES)
 from ..model.facts import Facts, FrameworkFacts, ScanReport
 from ..model.jsontypes import JsonObject
 from ..model.knowledge import Row, rows, table
@@ -133,9 +135,40 @@ def summary(findings: List[Finding], environment: List[str], frameworks: Tuple[F
     return text + "."
 
 
+def _read_loaded(host: Host, libraries_doc: Optional[JsonObject]) -> Tuple[Tuple[LibraryLoad, ...], str, str]:
+    """(the loads, the capture they came from, its text) from the live document or the bundle."""
+    from . import libraries as L
+
+    if libraries_doc is not None:
+        text = json.dumps(libraries_doc)
+        return L.parse_json(text), L.CAPTURE_JSON, text
+    for name, parse in ((L.CAPTURE_JSON, L.parse_json), (L.CAPTURE_TEXT, L.parse_text)):
+        try:
+            cap = host.get(name)
+        except KeyError:
+            continue
+        if cap.ok:
+            text = cap.text()
+            return parse(text), name, text
+    return (), "", ""
+
+
+def _read_starts(host: Host, starts_doc: Optional[JsonObject]) -> Optional[JsonObject]:
+    from . import starts as S
+
+    if starts_doc is not None:
+        return starts_doc
+    try:
+        cap = host.get(S.CAPTURE)
+    except KeyError:
+        return None
+    return S.parse(cap.text()) if cap.ok else None
+
+
 def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[str]], Optional[Plan]],
              python: Optional[str] = None, enumeration_doc: Optional[JsonObject] = None,
-             source: Optional[Mapping[str, str]] = None) -> DoctorResult:
+             source: Optional[Mapping[str, str]] = None, starts_doc: Optional[JsonObject] = None,
+             libraries_doc: Optional[JsonObject] = None) -> DoctorResult:
     """Every rule over one machine. `scan` is the scan; `plan_fn(facts, python)` plans it (the pipeline
     hands in its planner); `enumeration_doc` is what mlprobe.doctor.enumerate asked the target
     interpreter (`--python`), else the `framework-devices.json` capture is read. The checks read the
@@ -163,6 +196,11 @@ def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[st
     mm = ".".join(str(py_version).split(".")[:2]) if py_version else None
     planned = plan_fn(facts, mm)
     dc = DoctorContext(host, facts, planned, enum, python=python, enumeration_note=note)
+    from .starts import settings_seen
+
+    dc.starts_doc = _read_starts(host, starts_doc)
+    dc.settings_seen = settings_seen(dc.starts_doc) if dc.starts_doc is not None else ()
+    dc.library_loads, dc.libraries_capture, dc.libraries_text = _read_loaded(host, libraries_doc)
     findings, outcomes = evaluate_rules(dc)
     environment = [f.title.replace("running in ", "", 1) for f in findings if f.rule in ("container-detected",
                                                                                          "wsl-detected")]
@@ -173,7 +211,7 @@ def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[st
                         python=python or (enum.python if enum else None) or scan.python.executable,
                         source=dict(source or scan.source or {"kind": host.kind}),
                         environment=tuple(environment), findings=tuple(findings), rules=tuple(outcomes),
-                        frameworks=seen, enumeration=how)
+                        frameworks=seen, enumeration=how, settings=dc.settings_seen, libraries=dc.library_loads)
 
 
 __all__ = ["diagnose", "evaluate_rules", "finding", "rule_rows", "source_text"]

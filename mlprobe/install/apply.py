@@ -22,7 +22,8 @@ from ..errors import StageError
 from ..model.jsontypes import JsonObject
 from ..model.verify import VerifyResult
 from ..urls import mask_credentials, mask_doc
-from . import activate, keep
+from . import keep
+from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command
 from .index import check_index, offline_hint
 from .lock import LOCK_NAME
@@ -191,6 +192,13 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 progress.done(f"created {env.path} (Python {info.version})")
             backend = choose_backend(opts.installer, plan.sources, python, info.has_pip,
                                      needs_pip(plan.sources, plan.variant_label))
+            if env.path is not None and env.mode != "system":
+                from . import settings
+
+                # a .pth or hook of the person's, a kernel spec of theirs, a read-only site-packages:
+                # refused before the first package is installed, not after
+                settings.check(env.path, Path(info.purelib), plan.env, plan.prepend, plan.recipe,
+                               kernel=opts.kernel, user_kernel=opts.user_kernel, force=opts.force)
             txn.begin()
             if env.path is not None:
                 keep.lift_pins(env.path, txn, transcript)
@@ -209,14 +217,17 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
-                _install_shim(shim, info, transcript)
+                _install_shim(shim, info, txn, transcript)
                 progress.done(f"shim {shim} installed")
-            if plan.env and env.mode != "system":
-                scripts_written = _write_activate(plan, info, txn, transcript)
-                progress.done(f"{', '.join(plan.env)} written into {len(scripts_written)} activate script(s)")
+            added: List[str] = []
             for f in plan.config_files:
-                _write_config(f, env, txn, transcript)
-            check_env = _env_after_activate(plan, env, info)
+                written_file = _write_config(f, env, txn, transcript)
+                if written_file:
+                    added.append(written_file)
+            plan.added = added
+            if env.mode != "system":
+                scripts_written = _write_settings(plan, env, info, python, txn, transcript, progress, opts)
+            check_env = _env_of_a_plain_start(plan, env, info)
             for imp in plan.imports:
                 progress.step(f"checking `import {imp}` in the environment")
                 code = f"import {imp}; print(getattr({imp.split('.')[0]}, '__version__', ''))"
@@ -268,7 +279,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     if opts.verify:
         assert info is not None
         verified, verify_error = _verify(plan, python, transcript, progress,
-                                           _env_after_activate(plan, env, info))
+                                           _env_of_a_plain_start(plan, env, info))
     transcript.close()
     return ApplyResult(path=env.path if env.mode != "system" else None, python=python,
                        installed=tuple(f"{d.name}=={d.version}" for d in dists),
@@ -280,13 +291,36 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        remarks=tuple(remarks), device_note=device_note)
 
 
-def _write_activate(plan: InstallPlan, info: Interpreter, txn: Transaction, transcript: Transcript) -> List[str]:
-    """The recipe's variables (and a device-check fix's) into every activate script, each saved first."""
-    for p in activate.activate_scripts(Path(info.scripts)):
-        txn.protect_file(p)
-    written = [str(p) for p in activate.write_env(Path(info.scripts), plan.env, plan.prepend)]
-    transcript.note("env vars written into: " + ", ".join(written))
-    return written
+def _write_settings(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str, txn: Transaction,
+                    transcript: Transcript, progress: Progress, opts: InstallOptions) -> List[str]:
+    """The recipe's variables (and a device-check fix's) where every start of the venv's Python gets
+    them: the start-up hook, the activate scripts, the kernel spec, the launcher (settings.py); each
+    file saved first. Returns the activate scripts written."""
+    from . import settings
+
+    assert env.path is not None
+    label = " ".join(x for x in (plan.framework or plan.recipe, plan.variant_label or plan.backend) if x)
+    try:
+        out = settings.write_settings(env.path, python, Path(info.purelib), plan.env, plan.prepend, plan.shims,
+                                      plan.recipe, label, kernel=opts.kernel, user_kernel=opts.user_kernel,
+                                      manifest=plan.added, txn=txn, force=opts.force)
+    except OSError as exc:
+        raise StageError("could not write the environment's settings", why=str(exc),
+                         next_step="check that the venv is writable by this user", ref="E561",
+                         kind="failure") from None
+    transcript.note("settings written: " + ", ".join(out.activate + out.hook + out.kernels
+                                                     + ([out.launcher] if out.launcher else [])))
+    for note in out.notes:
+        transcript.note(note)
+        if note not in plan.notes:
+            plan.notes.append(note)
+    if plan.env:
+        progress.done(f"{', '.join(plan.env)} set at every start of {env.path}'s Python (start-up hook), "
+                      f"in {len(out.activate)} activate script(s)"
+                      + (f" and {len(out.kernels)} kernel spec(s)" if out.kernels else ""))
+    plan.kernels = list(out.kernels)
+    plan.launcher = out.launcher
+    return out.activate
 
 
 def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str,
@@ -328,9 +362,10 @@ def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: 
         _apply_fix(fix, Path(venv), python, extra, txn, transcript)
         plan.env.update(fix.env)
         plan.prepend.update(fix.prepend)
-        written = _write_activate(plan, info, txn, transcript)
+        plan.added.extend(fix_paths(fix, Path(venv)))
+        written = _write_settings(plan, env, info, python, txn, transcript, progress, opts)
         check_env.clear()
-        check_env.update(_env_after_activate(plan, env, info))
+        check_env.update(_env_of_a_plain_start(plan, env, info))
         extra = {k: v for k, v in check_env.items() if os.environ.get(k) != v}
         again = list_devices(python, fw, extra)
         transcript.note(f"device check after the fix: {fw} lists {', '.join(again.ids) or 'nothing'}")
@@ -405,14 +440,27 @@ def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend
 
 
 
-def _env_after_activate(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:
-    """The environment the person has after `activate` (for --system: after setting the recipe's
-    variables by hand, as the steps say): every check in the environment runs with it."""
+def fix_paths(fix: Any, venv: Path) -> List[str]:
+    """The files a device-check fix adds inside the venv (for the hook's list of what detach removes)."""
+    out = [str(venv / rel) for rel in fix.links]
+    folder = fix.env.get("OCL_ICD_VENDORS")
+    if folder:
+        out.append(str(folder))
+    return out
+
+
+def _env_of_a_plain_start(plan: InstallPlan, env: TargetEnv, info: Interpreter) -> Dict[str, str]:
+    """The environment the venv's Python gets when started plainly (an IDE, Jupyter, cron, `uv run`):
+    this process's own, the start-up hook adding the recipe's variables, and the loader's variables as
+    the launcher sets them. Every check after installing runs with it, so it proves the hook. For
+    --system (no hook): after setting the variables by hand, as the steps say."""
     if env.mode == "system" or env.path is None:
         return activate.activated_env(os.environ, None, None, plan.env, plan.prepend)
-    return activate.activated_env(os.environ, env.path, Path(info.scripts), plan.env, plan.prepend)
-
-
+    out = {k: v for k, v in os.environ.items() if k != "MLPROBE_HOOK"}
+    for k, v in plan.prepend.items():
+        if k not in plan.env:
+            out[k] = v + (os.pathsep + out[k] if out.get(k) else "")
+    return out
 
 
 def _diagnose(failure: Failure, pre: Preflight) -> Failure:
@@ -428,24 +476,26 @@ def _diagnose(failure: Failure, pre: Preflight) -> Failure:
                    offline_hint(), "E501")
 
 
-def _install_shim(shim: str, info: Interpreter, transcript: Transcript) -> None:
+def _install_shim(shim: str, info: Interpreter, txn: Transaction, transcript: Transcript) -> None:
     if shim not in ("plaidml-collections", "plaidml", "plaidml-compat"):
         raise StageError(f"unknown shim {shim!r} in the recipe", next_step="fix the recipe data",
                          ref="E513", kind="usage")
     try:
-        from ..shims.plaidml_compat import install_shim
+        from ..shims.plaidml_compat import MODULE_NAME, PTH_NAME, install_shim
     except ImportError as exc:
         raise StageError("this mlprobe has no PlaidML compatibility shim", why=str(exc),
                          next_step="update mlprobe", ref="E529", kind="unavailable") from None
+    for name in (MODULE_NAME + ".py", PTH_NAME):
+        txn.protect_file(Path(info.purelib) / name)
     out = install_shim(info.purelib)
-    transcript.note(f"shim {shim} installed into {info.purelib}: {out}")
+    transcript.note(f"shim {shim} installed into {info.purelib}: {out} (loaded by the start-up hook)")
 
 
-def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcript: Transcript) -> None:
+def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcript: Transcript) -> Optional[str]:
     raw = f["path"]
     if env.path is None:
         transcript.note(f"config file {raw} not written (no venv); its content is in the plan")
-        return
+        return None
     path = Path(raw.replace("{venv}", str(env.path))).expanduser()
     if not path.is_absolute():
         path = env.path / path
@@ -453,11 +503,12 @@ def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcrip
         path.resolve().relative_to(env.path.resolve())
     except ValueError:
         transcript.note(f"config file {path} is outside the venv: not written (shown in the plan)")
-        return
+        return None
     txn.protect_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f["content"], encoding="utf-8")
     transcript.note(f"wrote {path}")
+    return str(path)
 
 
 def _verify(plan: InstallPlan, python: str, transcript: Transcript, progress: Progress,

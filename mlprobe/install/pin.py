@@ -33,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import StageError
 from ..urls import strip_credentials
-from . import activate
+from ..venvconf import activate
 
 PINS_FILE = "mlprobe-pins.txt"
 UV_VAR = "UV_CONSTRAINT"

@@ -18,7 +18,8 @@ from ..model import shell
 from ..model.jsontypes import JsonObject
 from ..model.facts import Facts
 from ..urls import mask_credentials, mask_doc
-from . import activate, keep
+from . import keep
+from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, set_aside
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .resolve import Resolution, dry_run, fill_sizes, pin_variants, uv_dry_run
@@ -173,8 +174,9 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
                 steps.append(Step("env", "set before use (mlprobe does not edit shell rc files)", line))
         else:
             for k, v in plan.env.items():
-                steps.append(Step("env", f"{k}={v} written into the venv's activate scripts "
-                                  "(bin/activate, activate.fish, Activate.ps1, Scripts\\activate.bat)"))
+                steps.append(Step("env", f"{k}={v} set at every start of the venv's Python: its start-up hook "
+                                  "(_mlprobe_startup.pth; MLPROBE_HOOK=0 turns it off), its activate scripts"
+                                  " and its Jupyter kernel spec (when it has ipykernel)"))
     for f in plan.config_files:
         steps.append(Step("file", f"write {f['path']}", f["content"][:200]))
     for imp in plan.imports:

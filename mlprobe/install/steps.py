@@ -45,6 +45,9 @@ class InstallOptions:
     log: Optional[Path] = None
     timeout_s: float = 3600.0
     check_timeout_s: float = 6.0
+    kernel: Optional[bool] = None  # a Jupyter kernel spec in the venv: None = when it has ipykernel
+    user_kernel: bool = False  # the same spec at the user level too
+    force: bool = False  # replace a start-up hook edited by hand, or a foreign .pth of its name
 
 
 @dataclass
@@ -86,6 +89,10 @@ class InstallPlan:
     # --from-lock: a hashed requirements file of the lock's files, installed instead of `packages`
     lock_requirements: Optional[str] = None
     lock_file: Optional[str] = None
+    # written by --apply: files added inside the venv (config files, loader fixes), kernel specs, launcher
+    added: List[str] = field(default_factory=list)
+    kernels: List[str] = field(default_factory=list)
+    launcher: Optional[str] = None
 
     def to_dict(self) -> JsonObject:
         """The JSON of `install --json`'s `recipe` (the recommendation itself is `mlprobe plan --json`'s)."""

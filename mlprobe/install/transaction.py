@@ -247,6 +247,7 @@ class Transaction:
         self.report: Optional[RestoreReport] = None
         self.committed = False
         self.recovered = False  # rebuilt from a journal after the process that made it died
+        self.outside: List[str] = []  # made outside the roots (created()): removed on a rollback
 
     # ------------------------------------------------------------------ journal ------------
     def to_journal(self) -> JsonObject:
@@ -261,7 +262,8 @@ class Transaction:
                 "marker_root": str(self.marker_root) if self.marker_root else None, "token": self.token,
                 "marked": self.marked, "identity": {k: list(v) for k, v in self.identity.items()},
                 "backup_dir": str(self.backup_dir) if self.backup_dir else None,
-                "backups": {k: str(v) for k, v in self.backups.items()}, "before": before}
+                "backups": {k: str(v) for k, v in self.backups.items()}, "before": before,
+                "outside": list(self.outside)}
 
     @classmethod
     def from_journal(cls, journal: "Journal", transcript: Transcript) -> "Transaction":
@@ -335,6 +337,7 @@ class Transaction:
         txn.backups = {k: Path(v) for k, v in backups.items() if isinstance(v, str) and v}
         if len(txn.backups) != len(backups):
             raise JournalError("'backups' is not an object of paths")
+        txn.outside = str_list(doc.get("outside", []), "outside")
         txn.alive_at = journal.alive_at
         txn.recovered = True
         return txn
@@ -439,6 +442,14 @@ class Transaction:
         if save:
             self._save()
 
+    def created(self, path: Path) -> None:
+        """A file or folder this install makes outside its roots (a user-level kernel spec): removed
+        on a rollback, by this process or by a recovery after a kill."""
+        p = str(_real_parent(str(path)))
+        if p not in self.outside:
+            self.outside.append(p)
+            self._save()
+
     def protect_dists(self, names: Iterable[str]) -> List[str]:
         """Save the files of these installed distributions (those the install would replace)."""
         if self.before is None:
@@ -525,7 +536,18 @@ class Transaction:
                     f"after the interrupted install stopped, e.g. {changed[0]}")
         return None
 
+    def _remove_outside(self) -> None:
+        for p in reversed(self.outside):
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            elif os.path.lexists(p):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+
     def _rollback(self) -> RestoreReport:
+        self._remove_outside()
         if self.new_venv is not None:
             path = self.new_venv
             if not os.path.lexists(path):

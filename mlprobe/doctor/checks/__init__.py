@@ -5,7 +5,7 @@ Importing the package registers every family's checks in CHECKS."""
 
 from __future__ import annotations
 
-from . import amd, build, environment, frameworks, nvidia, opencl, visibility  # noqa: F401 (registers)
+from . import amd, build, environment, frameworks, libraries, nvidia, opencl, visibility  # noqa: F401 (registers)
 from ._base import CHECKS as CHECKS, Check as Check, Hit as Hit, Result as Result, Unknown as Unknown
 from .amd import _override_gfx as _override_gfx
 from .visibility import _visible as _visible
