@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import argparse
 
 COMMANDS = ["scan", "capture", "schema", "plan", "install", "bundle", "verify", "doctor", "report", "diff",
-            "fleet", "labels", "completion"]
+            "fleet", "labels", "export", "completion"]
 
 EXIT_CODES_HELP = """exit codes:
   0    done (diff: no differences)

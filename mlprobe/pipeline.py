@@ -92,12 +92,17 @@ def doctor(host: Host, python: Optional[str] = None, report: Optional[ScanReport
     from .doctor.rules import diagnose
 
     rep = report if report is not None else scan_report(host, source)
-    enumeration = None
+    enumeration = starts = loaded = None
     if python is not None:
-        from .doctor.enumerate import enumerate_devices
+        from .doctor import libraries
+        from .doctor import starts as starts_mod
+        from .doctor.enumerate import enumerate_devices, importable
 
         enumeration = enumerate_devices(python)
-    return diagnose(host, rep, _plan_or_nothing(env), python=python, enumeration_doc=enumeration, source=source)
+        starts = starts_mod.capture(python, env)
+        loaded = libraries.capture(python, importable(enumeration))
+    return diagnose(host, rep, _plan_or_nothing(env), python=python, enumeration_doc=enumeration, source=source,
+                    starts_doc=starts, libraries_doc=loaded)
 
 
 def doctor_section(host: Host, report: ScanReport) -> "DoctorSection":

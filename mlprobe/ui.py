@@ -10,7 +10,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 _level = NORMAL
@@ -157,10 +157,14 @@ def write_file(path: Any, text: str) -> None:
     renamed over `path` only when complete (an error never leaves a 0-byte or half file). A device or
     FIFO (`-o /dev/null`, `-o /dev/stdout`) is written in place; through a symbolic link, the file it
     names is replaced and the link stays."""
+    write_chunks(path, [text.encode("utf-8", "backslashreplace")])
+
+
+def write_chunks(path: Any, chunks: Iterable[bytes]) -> None:
+    """write_file of bytes made piece by piece (a large fleet report is never whole in memory)."""
     import stat
     import tempfile
 
-    data = text.encode("utf-8", "backslashreplace")
     target = os.fspath(path)
     try:
         st = os.stat(target)
@@ -169,7 +173,7 @@ def write_file(path: Any, text: str) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         # /dev/null, /dev/stdout, a FIFO: written like `> FILE` would, never replaced by a file
         # (as root, replacing /dev/null would break the system).
-        _write_stream(target, data, st.st_mode)
+        _write_stream(target, chunks, st.st_mode)
         return
     if st is not None and os.path.islink(target):
         target = os.path.realpath(target)  # the file the link names is updated; the link stays
@@ -177,7 +181,8 @@ def write_file(path: Any, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".mlprobe-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for data in chunks:
+                fh.write(data)
         try:
             mode = os.stat(target).st_mode & 0o777
         except OSError:
@@ -192,7 +197,7 @@ def write_file(path: Any, text: str) -> None:
         raise
 
 
-def _write_stream(target: Any, data: bytes, mode: int) -> None:
+def _write_stream(target: Any, chunks: Iterable[bytes], mode: int) -> None:
     """Write into a device or FIFO in place. A FIFO nobody reads is an error, not a hang."""
     import errno
     import stat
@@ -211,7 +216,8 @@ def _write_stream(target: Any, data: bytes, mode: int) -> None:
     if stat.S_ISFIFO(mode) and hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+        for data in chunks:
+            fh.write(data)
 
 
 def _umask() -> int:

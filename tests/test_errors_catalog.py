@@ -99,14 +99,19 @@ def reference_kinds() -> Tuple[Dict[str, Dict[str, List[str]]], List[str]]:
     places where a constant reference goes with a kind the scan cannot read (a variable)."""
     kinds: Dict[str, Dict[str, List[str]]] = {}
     unread: List[str] = []
-    for path in sorted((ROOT / "mlprobe").rglob("*.py")):
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted((ROOT / "mlprobe").rglob("*.py"))}
+    # a subclass of StageError (hook.HookError) takes the same ref= and kind=
+    stage_errors = {"StageError"} | {node.name for tree in trees.values() for node in ast.walk(tree)
+                                     if isinstance(node, ast.ClassDef)
+                                     and any(_name(b) == "StageError" for b in node.bases)}
+    for path, tree in trees.items():
         where = str(path.relative_to(ROOT))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             func = _name(node.func)
             kw = {k.arg: k.value for k in node.keywords if k.arg}
-            if func == "StageError":
+            if func in stage_errors:
                 refs, kind = _refs(kw.get("ref")), _stage_kind(kw.get("kind"))
             elif func == "MlprobeError":
                 refs, kind = _refs(kw.get("ref")), _exit_kind(kw.get("exit_code"))

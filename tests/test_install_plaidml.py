@@ -32,12 +32,21 @@ def test_plaidml_installs_and_verifies_on_llvm_cpu(tmp_path: Path) -> None:
     assert doc["result"]["import_ok"] is True
     assert doc["recipe"]["sources"]["origin"] == "default index"
     assert "KERAS_BACKEND" in (venv / "bin" / "activate").read_text()
+    # started as an IDE, cron or `uv run` start it: no activate, almost no environment
+    plain = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", str(venv / "bin" / "python"), "-c",
+                            "import os; print(os.environ['KERAS_BACKEND'])"], capture_output=True, text=True,
+                           timeout=60)
+    assert plain.stdout.strip() == "plaidml.keras.backend", plain.stderr
+    mine = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", "KERAS_BACKEND=tensorflow", str(venv / "bin" / "python"),
+                           "-c", "import os; print(os.environ['KERAS_BACKEND'])"], capture_output=True, text=True,
+                          timeout=60)
+    assert mine.stdout.strip() == "tensorflow", mine.stderr  # the user's value wins
     v = subprocess.run([sys.executable, "-m", "mlprobe", "verify", "--framework", "plaidml", "--python",
                         str(venv / "bin" / "python"), "--json", "--quick", "--no-cpu-peers"],
                        capture_output=True, text=True, timeout=1200, env=env, cwd=tmp_path)
     assert v.returncode == 0, v.stderr[-3000:]
     res = json.loads(v.stdout)
-    assert res["request"]["env"]["KERAS_BACKEND"] == "plaidml.keras.backend"  # read from activate
+    assert res["request"]["env"]["KERAS_BACKEND"] == "plaidml.keras.backend"  # set by the start-up hook
     cpu = [x for x in res["results"] if x["framework"] == "plaidml" and x["device"] == "llvm_cpu.0"]
     assert cpu, res["results"]
     rec = cpu[0]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mlprobe.errors import ParseError, StageError, exit_status
-from mlprobe.install import activate
+from mlprobe.venvconf import activate
 from mlprobe.install.backends import Sources, choose_backend, pip_command, pip_env, source_args
 from mlprobe.install.proc import Transcript
 from mlprobe.install.resolve import (
@@ -321,29 +321,62 @@ def test_activate_scripts_in_a_real_venv(tmp_path: Path) -> None:
     written = activate.write_env(scripts, env)
     assert {p.name for p in written} == set(original)
     assert activate.write_env(scripts, env) == []  # idempotent
+    # every flavour reads back what was written
+    for p in activate.activate_scripts(scripts):
+        if p.name != "deactivate.bat":
+            assert activate.parse_block(p.name, p.read_text()) == env, p.name
+    # a value the person set before activating wins; deactivate unsets only what activate set
     sh = (f"export HSA_OVERRIDE_GFX_VERSION=mine; . {venv}/bin/activate; echo \"[$HSA_OVERRIDE_GFX_VERSION]"
           f"[$PLAIDML_DEVICE_IDS]\"; deactivate; echo \"[$HSA_OVERRIDE_GFX_VERSION][${{PLAIDML_DEVICE_IDS-unset}}]\"")
-    out = subprocess.run(["bash", "-c", sh], capture_output=True, text=True, timeout=30).stdout.splitlines()
-    assert out == ["[10.3.0][metal_amd_radeon_pro_5600m.0 it's]", "[mine][unset]"]
+    for shell in ("bash", "dash"):
+        if not shutil.which(shell):
+            continue
+        out = subprocess.run([shell, "-c", sh], capture_output=True, text=True, timeout=30).stdout.splitlines()
+        assert out == ["[mine][metal_amd_radeon_pro_5600m.0 it's]", "[mine][unset]"], shell
+    unset = f". {venv}/bin/activate; echo \"[$HSA_OVERRIDE_GFX_VERSION]\"; deactivate; echo \"[${{HSA_OVERRIDE_GFX_VERSION-unset}}]\""
+    out = subprocess.run(["bash", "-c", unset], capture_output=True, text=True, timeout=30,
+                         env={k: v for k, v in os.environ.items() if k != "HSA_OVERRIDE_GFX_VERSION"}).stdout
+    assert out.splitlines() == ["[10.3.0]", "[unset]"]
     ps1 = (scripts / "Activate.ps1").read_text()
     if "# SIG # Begin signature block" in ps1:
         assert ps1.index("$env:HSA_OVERRIDE_GFX_VERSION") < ps1.index("# SIG # Begin signature block")
+    if shutil.which("fish"):
+        fish = subprocess.run(["fish", "-c", f"set -gx HSA_OVERRIDE_GFX_VERSION mine; source {venv}/bin/activate.fish; "
+                               "echo $HSA_OVERRIDE_GFX_VERSION $PLAIDML_DEVICE_IDS; deactivate; "
+                               "echo $HSA_OVERRIDE_GFX_VERSION (set -q PLAIDML_DEVICE_IDS; or echo unset)"],
+                              capture_output=True, text=True, timeout=30)
+        assert fish.stdout.splitlines() == ["mine metal_amd_radeon_pro_5600m.0 it's", "mine unset"], fish.stderr
+    if shutil.which("tcsh"):
+        csh = subprocess.run(["tcsh", "-f", "-c", f"set prompt=; setenv HSA_OVERRIDE_GFX_VERSION mine; source {venv}/bin/activate.csh; "
+                              'echo "$HSA_OVERRIDE_GFX_VERSION|$PLAIDML_DEVICE_IDS"'],
+                             capture_output=True, text=True, timeout=30)
+        assert csh.stdout.strip() == "mine|metal_amd_radeon_pro_5600m.0 it's", csh.stderr
     activate.write_env(scripts, {})
     assert {p.name: p.read_bytes() for p in activate.activate_scripts(scripts)} == original
-    if shutil.which("fish"):
-        fish = subprocess.run(["fish", "-c", f"source {venv}/bin/activate.fish; echo $HSA_OVERRIDE_GFX_VERSION"],
-                              capture_output=True, text=True, timeout=30)
-        assert fish.stdout.strip() == "10.3.0"
 
 
 def test_windows_scripts_render() -> None:
-    out = activate.render_scripts({"HSA_OVERRIDE_GFX_VERSION": "10.3.0"},
+    out = activate.render_scripts({"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "P": "50%"},
                                   {"activate.bat": "@echo off\r\nset VIRTUAL_ENV=C:\\v\r\n",
                                    "deactivate.bat": "@echo off\r\n"})
-    assert 'set "HSA_OVERRIDE_GFX_VERSION=10.3.0"' in out["activate.bat"] and "\r\n" in out["activate.bat"]
+    assert 'if defined _MLPROBE_SET_HSA_OVERRIDE_GFX_VERSION set "HSA_OVERRIDE_GFX_VERSION=10.3.0"' in out["activate.bat"]
+    assert "\r\n" in out["activate.bat"] and 'set "P=50%%"' in out["activate.bat"]
     assert 'set "HSA_OVERRIDE_GFX_VERSION="' in out["deactivate.bat"]
+    assert activate.parse_block("activate.bat", out["activate.bat"]) == {"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "P": "50%"}
     with pytest.raises(StageError):
         activate.check_names({"BAD NAME": "x"})
+
+
+@pytest.mark.parametrize("value", ["two\nlines", "a\rb", 'say "hi"', "nul\x00"])
+def test_a_value_no_script_can_hold_is_refused_before_anything_is_written(tmp_path: Path, value: str) -> None:
+    scripts = tmp_path / "bin"
+    scripts.mkdir()
+    (scripts / "activate").write_text("deactivate () {\n    :\n}\n")
+    before = (scripts / "activate").read_bytes()
+    with pytest.raises(StageError) as e:
+        activate.write_env(scripts, {"OK_VAR": "fine", "DEMO_MODE": value})
+    assert e.value.ref == "E560" and "DEMO_MODE" in e.value.what
+    assert (scripts / "activate").read_bytes() == before
 
 
 # ---------------------------------------------------------------- small pieces ---------------

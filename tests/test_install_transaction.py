@@ -130,6 +130,11 @@ def test_apply_into_existing_venv_upgrades_and_writes_env(work: Path, index: Loc
     out = subprocess.run(["bash", "-c", f". {venv}/bin/activate && echo $HSA_OVERRIDE_GFX_VERSION && deactivate "
                           "&& echo ${HSA_OVERRIDE_GFX_VERSION-unset}"], capture_output=True, text=True, timeout=30)
     assert out.stdout.split() == ["10.3.0", "unset"]
+    # and without activate (an IDE, cron): the start-up hook sets it
+    plain = subprocess.run(["env", "-i", "PATH=/usr/bin:/bin", str(py), "-c",
+                            "import os; print(os.environ.get('HSA_OVERRIDE_GFX_VERSION'))"],
+                           capture_output=True, text=True, timeout=30)
+    assert plain.stdout.strip() == "10.3.0", plain.stderr
     logs = list((work / "cache" / "mlprobe" / "logs").glob("install-demo-*.log"))
     # The installer's own output is in the log: pip's or uv's, whichever installed.
     text = logs[0].read_text()
@@ -282,7 +287,8 @@ def test_import_failure_after_install_rolls_back(work: Path, index: LocalIndex) 
              "--index-url", index.url, "--apply", "--venv", str(venv))
     assert cp.returncode == 1
     assert "[E516]" in cp.stderr and "planted" in cp.stderr
-    assert_unchanged(venv, py, freeze, tree)  # activate scripts included
+    assert_unchanged(venv, py, freeze, tree)  # activate scripts and the start-up hook included
+    assert not list(venv.glob("lib/python*/site-packages/_mlprobe_startup*"))
 
 
 # ---------------------------------------------------------------- new venvs ----------------

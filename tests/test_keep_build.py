@@ -71,7 +71,7 @@ def test_the_install_pins_its_build_for_pip_and_uv(venv: Path) -> None:
     assert p.recipe == "demo-cpu" and p.pip_conf and p.uv_env
     # the recipe's own variable is still there beside UV_CONSTRAINT
     scripts = venv / "bin"
-    from mlprobe.install import activate
+    from mlprobe.venvconf import activate
 
     env = activate.read_env(scripts)
     assert env["DEMO_MODE"] == "fast" and env["UV_CONSTRAINT"] == pins.file_url(venv / pins.PINS_FILE)
@@ -151,7 +151,7 @@ def test_from_lock_reproduces_the_install_elsewhere_with_uv(home: Path, venv: Pa
     assert doc["installer"] == "uv" and "--require-hashes" in doc["steps"][1]["command"]
     assert _version(target / "bin" / "python") == "1.0+cpu"
     assert doc["result"]["pins"] == ["demo==1.0+cpu"]  # the recipe the lock carries, pinned again
-    from mlprobe.install import activate
+    from mlprobe.venvconf import activate
 
     assert activate.read_env(target / "bin")["DEMO_MODE"] == "fast"
 
@@ -161,7 +161,7 @@ def test_unpin_lifts_the_pins_and_says_so(home: Path, venv: Path) -> None:
     assert r.returncode == 0 and "demo==1.0+cpu" in r.stderr, r.stderr
     assert pins.read_pins(venv) is None
     assert not (venv / "pip.conf").exists() and not (venv / pins.PINS_FILE).exists()
-    from mlprobe.install import activate
+    from mlprobe.venvconf import activate
 
     assert activate.read_env(venv / "bin") == {"DEMO_MODE": "fast"}
     dry = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--no-index",

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mlprobe"
 LAYERS: List[List[str]] = [
     # vocabulary, typed contracts, knowledge tables, plain helpers: no stage imported
     ["mlprobe", "mlprobe.errors", "mlprobe.ui", "mlprobe.urls", "mlprobe.schema", "mlprobe.model",
-     "mlprobe.shims"],
+     "mlprobe.shims", "mlprobe.venvconf"],
     ["mlprobe.scan.capture"],  # capture names, Capture, the Host protocol
     ["mlprobe.probes"],  # parse captures into facts; never touch the machine
     ["mlprobe.scan.live", "mlprobe.scan.host"],  # the machine (or a bundle) behind the Host protocol
@@ -21,7 +21,7 @@ LAYERS: List[List[str]] = [
     ["mlprobe.recipes", "mlprobe.plan"],  # facts + recipe data -> plan
     ["mlprobe.verify"],
     ["mlprobe.doctor"],  # the rules over the scan, the plan and the frameworks' own enumeration
-    ["mlprobe.install"],
+    ["mlprobe.install", "mlprobe.export"],
     ["mlprobe.render"],
     ["mlprobe.report"],
     ["mlprobe.pipeline"],  # scan -> plan -> install -> verify -> report, composed once

@@ -210,3 +210,35 @@ def test_parser_survives_random_bytes(blob: bytes) -> None:
     ce.gpus_from_env(env)
     ce.cpu_from_env(env)
     ce.os_from_env(env)
+
+
+B60 = "linux-intel-arc-pro-b60-torch-2.11-xpu-collect-env"
+
+
+def test_xpu_devices_are_read() -> None:
+    env = ce.parse_collect_env(read(B60))
+    (gpu,) = ce.xpu_gpus_from_env(env)
+    assert (gpu.vendor, gpu.name, gpu.pci_device_id, gpu.integrated) == (
+        "intel", "Intel(R) Arc(TM) Pro B60 Graphics", "0xe211", False)
+    assert gpu.memory_bytes == 23256 * 2**20 and gpu.compute_units == 160 and gpu.apis == ("xpu",)
+    assert gpu.driver_version == "25.44.36015.8"  # intel-opencl-icd's upstream version, not libze1's
+
+
+def test_an_xpu_device_named_by_its_pci_id_gets_the_product() -> None:
+    """Older runtimes print the PCI id as the name and older torch has no device_id field: the id in
+    the name is enough. An integrated GPU's total_memory is a share of RAM, not its own."""
+    text = read(B60).replace("name='Intel(R) Arc(TM) Pro B60 Graphics'", "name='Intel(R) Graphics [0xe20b]'")
+    text = text.replace("device_id=0xE211, ", "")
+    (gpu,) = ce.xpu_gpus_from_env(ce.parse_collect_env(text))
+    assert (gpu.name, gpu.pci_device_id, gpu.architecture) == (
+        "Intel(R) Arc(TM) B580 Graphics", "0xe20b", "Xe2/Battlemage (Arc B)")
+    lunar = text.replace("Intel(R) Graphics [0xe20b]", "Intel(R) Graphics [0x64a0]")
+    (igpu,) = ce.xpu_gpus_from_env(ce.parse_collect_env(lunar))
+    assert igpu.integrated is True and igpu.memory_bytes is None and igpu.architecture == "Xe2-LPG (Lunar Lake)"
+
+
+def test_xpu_not_available_gives_no_xpu_api() -> None:
+    text = read(B60).replace("Is XPU available: True", "Is XPU available: False")
+    (gpu,) = ce.xpu_gpus_from_env(ce.parse_collect_env(text))
+    assert gpu.apis == ()
+    assert ce.xpu_gpus_from_env(ce.parse_collect_env(MULTI)) == []

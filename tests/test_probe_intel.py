@@ -14,7 +14,8 @@ from mlprobe.errors import ParseError
 from mlprobe.model.facts import OpenClDevice, OpenClPlatform
 from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import intel
-from mlprobe.probes.intel import DrmCard, intel_gpu_info, parse_drm_drivers
+from mlprobe.probes.intel import (DrmCard, combine, gpu_from_sycl, intel_gpu_info, parse_drm_drivers, parse_sycl_ls,
+                                  sycl_intel_gpus)
 from mlprobe.probes.opencl import gpu_from_device
 from mlprobe.scan.run import merge_gpus
 
@@ -57,17 +58,67 @@ def test_table_rows_are_sourced_and_well_formed() -> None:
     ("0x56a0", "Intel(R) Arc(TM) A770 Graphics", "Xe-HPG/Alchemist (Arc A)", True, True),
     ("0x56c0", "Intel(R) Data Center GPU Flex 170", "Xe-HPG (Data Center GPU Flex)", True, False),
     ("0x7d55", "Intel(R) Arc(TM) Graphics", "Xe-LPG (Meteor Lake)", False, True),
-    ("0x7d51", "Intel(R) Graphics", "Xe-LPG (Arrow Lake)", False, True),
+    ("0x7d51", "Intel(R) Arc(TM) Pro 130T/140T Graphics", "Xe-LPG (Arrow Lake)", False, True),
     ("0x64a0", "Intel(R) Graphics", "Xe2-LPG (Lunar Lake)", False, True),
-    ("0xe20b", "Intel(R) Graphics", "Xe2/Battlemage (Arc B)", True, True),
-    ("0xb080", "Intel(R) Graphics", "Xe3-LPG (Panther Lake)", False, True),
-    ("0x0bd5", "Intel(R) Data Center GPU Max", "Xe-HPC (Data Center GPU Max)", True, True),
+    ("0xe20b", "Intel(R) Arc(TM) B580 Graphics", "Xe2/Battlemage (Arc B)", True, True),
+    ("0xb080", "Intel(R) Arc(TM) B390 Graphics", "Xe3-LPG (Panther Lake)", False, True),
+    ("0x0bd5", "Intel(R) Data Center GPU Max 1550", "Xe-HPC (Data Center GPU Max)", True, True),
 ])
 def test_known_ids(dev: str, name: str, generation: str, discrete: bool, xpu: bool) -> None:
     info = intel_gpu_info(dev)
     assert info is not None
     assert (info["name"], info["generation"], info["discrete"], info["xpu_supported"]) == (
         name, generation, discrete, xpu)
+
+
+def test_product_names_follow_pciids_and_agree_with_mesa() -> None:
+    """pci.ids names the product in brackets (`Battlemage G21 [Arc B580]`); the table spells it as
+    Intel's runtime does. Where Mesa names the part too (every Alchemist id), both spellings agree:
+    the rule is checked against Mesa's own names, not assumed."""
+    doc = json.loads(TABLE.read_text(encoding="utf-8"))
+    mesa = {r["pci_device_id"]: r for r in doc["rows"]}
+    checked = 0
+    for p in doc["product_names"]:
+        assert p["source"] == "pciids" and p["pci_device_id"] in mesa, p
+        bracket = re.search(r"\[([^\]]+)\]$", p["pciids_name"])
+        assert bracket, p
+        product = bracket.group(1)
+        expected = (f"Intel(R) Arc(TM) {product[4:]} Graphics" if product.startswith("Arc ")
+                    else f"Intel(R) {product}")
+        assert p["name"] == expected, p
+        row = mesa[p["pci_device_id"]]
+        if row["source"].startswith("mesa") and row["name"] not in ("Intel(R) Graphics",):
+            assert row["name"] == p["name"], (row, p)
+            checked += 1
+    assert checked >= 20  # the Alchemist and Flex ids
+    assert {"0xe20b", "0xe20c", "0xe211", "0xe212"} <= {p["pci_device_id"] for p in doc["product_names"]}
+
+
+@pytest.mark.parametrize("dev, name", [("0xe20c", "Intel(R) Arc(TM) B570 Graphics"),
+                                       ("0xe211", "Intel(R) Arc(TM) Pro B60 Graphics"),
+                                       ("0xe212", "Intel(R) Arc(TM) Pro B50 Graphics"),
+                                       ("0xe223", "Intel(R) Arc(TM) Pro B70 Graphics")])
+def test_battlemage_ids_get_their_product(dev: str, name: str) -> None:
+    info = intel_gpu_info(dev)
+    assert info is not None and info["name"] == name and info["name_source"] == "pciids"
+    assert info["source"] in ("mesa_iris", "mesa_main") and info["xpu_supported"] and info["discrete"]
+
+
+def test_identical_cards_stay_apart() -> None:
+    """Two A770s differ only in the number sycl-ls gives them; a line pasted twice is one device."""
+    text = ("[opencl:gpu:2] Intel(R) OpenCL Graphics, Intel(R) Arc(TM) A770 Graphics 3.0 [23.17.26241.33]\n"
+            "[opencl:gpu:3] Intel(R) OpenCL Graphics, Intel(R) Arc(TM) A770 Graphics 3.0 [23.17.26241.33]\n"
+            "[ext_oneapi_level_zero:gpu:0] Intel(R) Level-Zero, Intel(R) Arc(TM) A770 Graphics 1.3 [1.3.26241]\n"
+            "[ext_oneapi_level_zero:gpu:1] Intel(R) Level-Zero, Intel(R) Arc(TM) A770 Graphics 1.3 [1.3.26241]\n"
+            "[ext_oneapi_level_zero:gpu:1] Intel(R) Level-Zero, Intel(R) Arc(TM) A770 Graphics 1.3 [1.3.26241]\n"
+            "[level_zero:gpu][level_zero:0] Intel(R) oneAPI Unified Runtime over Level-Zero, X 12.55.8 [1.3]\n")
+    devices = parse_sycl_ls(text)
+    assert [(d.backend, d.number) for d in devices] == [
+        ("opencl", 2), ("opencl", 3), ("level_zero", 0), ("level_zero", 1), ("level_zero", 0)]
+    l0, ocl = sycl_intel_gpus(devices)
+    gpus = combine([[gpu_from_sycl(d) for d in l0], [gpu_from_sycl(d) for d in ocl]])
+    assert [g.name for g in gpus] == ["Intel(R) Arc(TM) A770 Graphics"] * 2
+    assert all(g.sources == ("sycl-ls",) and g.apis == ("xpu", "opencl") for g in gpus)
 
 
 @pytest.mark.parametrize("value", ["3e92", "3E92", "0x3E92", 0x3E92, " 0x3e92 "])

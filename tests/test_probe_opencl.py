@@ -140,18 +140,20 @@ def test_amd_app_sdk_old_layout() -> None:
 # -- NEO / Beignet naming, helpers ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, pci", [
-    ("Intel(R) UHD Graphics 630 [0x3e92]", "0x3e92"),  # sycl-ls / clinfo on NEO
-    ("Intel(R) Graphics [0x46d1]", "0x46d1"),
-    ("Intel(R) Graphics [0x7D55]", "0x7d55"),
-    ("Intel(R) Arc(TM) A770 Graphics", None),
-    ("Intel(R) HD Graphics Haswell GT2 Desktop", None),  # Beignet names the generation instead
+@pytest.mark.parametrize("name, pci, product", [
+    ("Intel(R) UHD Graphics 630 [0x3e92]", "0x3e92", "Intel(R) UHD Graphics 630"),  # sycl-ls / clinfo on NEO
+    ("Intel(R) Graphics [0x46d1]", "0x46d1", "Intel(R) Graphics"),  # Mesa and pci.ids name no product
+    ("Intel(R) Graphics [0x7D55]", "0x7d55", "Intel(R) Arc(TM) Graphics"),
+    ("Intel(R) Graphics [0xe223]", "0xe223", "Intel(R) Arc(TM) Pro B70 Graphics"),  # pci.ids' product
+    ("Intel(R) Arc(TM) A770 Graphics", None, "Intel(R) Arc(TM) A770 Graphics"),
+    ("Intel(R) HD Graphics Haswell GT2 Desktop", None, "Intel(R) HD Graphics Haswell GT2 Desktop"),  # Beignet
 ])
-def test_neo_device_names_give_the_pci_device_id(name: str, pci: Any) -> None:
+def test_neo_device_names_give_the_pci_device_id(name: str, pci: Any, product: str) -> None:
     dev = OpenClDevice(name=name, type="GPU", vendor="Intel(R) Corporation", host_unified_memory=True)
     plat = OpenClPlatform(name="Intel(R) OpenCL Graphics", vendor="Intel(R) Corporation")
     gpu = gpu_from_device(dev, plat)
-    assert (gpu.vendor, gpu.pci_device_id, gpu.name) == ("intel", pci, name)
+    assert (gpu.vendor, gpu.pci_device_id, gpu.name) == ("intel", pci, product)
+    assert (gpu.architecture is not None) == (pci is not None)
 
 
 def test_beignet_platform_vendor_is_intel() -> None:

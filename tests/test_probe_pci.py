@@ -65,8 +65,9 @@ def test_display_classes_vendors_and_names() -> None:
     assert sorted(gpus) == ["0000:00:02.0", "0000:01:00.0", "0000:03:00.0", "0000:04:00.0", "0000:06:00.0",
                             "0000:07:00.0"]
     igpu, rtx, rx, arc, gaudi, navi48 = (gpus[b] for b in sorted(gpus))
-    assert (igpu.vendor, igpu.name, igpu.integrated) == ("intel", "UHD Graphics 630", True)
-    assert (arc.vendor, arc.name, arc.integrated) == ("intel", "Arc A770", False)
+    # the Intel table names the product as the runtimes do (lspci: "UHD Graphics 630", "Arc A770")
+    assert (igpu.vendor, igpu.name, igpu.integrated) == ("intel", "Intel(R) UHD Graphics 630", True)
+    assert (arc.vendor, arc.name, arc.integrated) == ("intel", "Intel(R) Arc(TM) A770 Graphics", False)
     assert (rtx.vendor, rtx.name, rtx.integrated, rtx.pci_device_id) == ("nvidia", "GeForce RTX 3090", None, "0x2204")
     assert (rx.vendor, rx.gfx_target, rx.integrated, rx.architecture) == ("amd", "gfx1031", False, "RDNA2")
     assert rx.name == "Radeon RX 6700/6700 XT/6750 XT / 6800M/6850M XT"

@@ -68,6 +68,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         "their sha256 checked; the stack it was made for is set up and verified")
     p.add_argument("--unpin", metavar="VENV", type=Path,
                    help="lift the build pins mlprobe keeps in that venv (pip and uv may replace the build again)")
+    p.add_argument("--detach", metavar="VENV", type=Path,
+                   help="remove everything mlprobe added to that venv (start-up hook, kernel specs, activate "
+                        "blocks, pins, launcher, loader fixes) and keep its packages")
     add_replay(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     src = p.add_argument_group("sources (see below)")
@@ -84,7 +87,20 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     ap.add_argument("--venv", metavar="PATH", type=Path,
                     help="the venv to create, or an existing one to reuse (default: ./mlprobe-<recipe>-venv)")
     ap.add_argument("--force", action="store_true",
-                    help="allow a --venv in a system location (/etc, /usr, C:\\Windows, …), refused otherwise")
+                    help="allow a --venv in a system location (/etc, /usr, C:\\Windows, …), refused otherwise; "
+                         "replace a start-up hook edited by hand")
+    ap.add_argument("--settings-only", action="store_true",
+                    help="write only the recipe's settings (start-up hook, activate scripts, kernel spec) into "
+                         "an existing venv (--venv, else the active one), e.g. the .venv `uv sync` made; "
+                         "installs nothing")
+    kern = ap.add_mutually_exclusive_group()
+    kern.add_argument("--kernel", dest="kernel", action="store_const", const=True, default=None,
+                      help="write a Jupyter kernel spec into the venv even without ipykernel there "
+                           "(default: when the venv has ipykernel)")
+    kern.add_argument("--no-kernel", dest="kernel", action="store_const", const=False,
+                      help="no Jupyter kernel spec")
+    ap.add_argument("--user-kernel", action="store_true",
+                    help="the kernel spec also at the user level, for a JupyterLab in another environment")
     ap.add_argument("--recover", action="store_true",
                     help="roll back installs that were killed mid-way (kill -9, a closed terminal), then stop; "
                          "an --apply into the same target does this by itself first")
@@ -116,6 +132,7 @@ def _options(args: argparse.Namespace) -> "InstallOptions":
         use_pip_config=args.use_pip_config, apply=args.apply, venv=args.venv, system=args.system,
         installer=args.installer, with_pip=not args.without_pip, verify=not args.no_verify,
         log=args.log, timeout_s=args.timeout, keep_without_device=args.keep_without_device,
+        kernel=args.kernel, user_kernel=args.user_kernel, force=args.force,
     )
 
 
@@ -302,6 +319,14 @@ def run(args: argparse.Namespace) -> int:
         from .lock import unpin_command
 
         return unpin_command(args)
+    if args.detach:
+        from .settings import detach_command
+
+        return detach_command(args)
+    if args.settings_only:
+        from .settings import settings_only_command
+
+        return settings_only_command(args, _options(args), *_recommendation(args))
     if args.log is not None:
         _check_log(Path(args.log))
         inputs = [str(f) for f in (args.recipe_file, args.from_lock) if f is not None] + replay_inputs(args)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional
 
 from ..errors import EXIT_UNAVAILABLE, MlprobeError
 from ..model.vocabulary import vocabulary
@@ -31,9 +32,40 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--baseline-python", action="append", default=None, metavar="PATH",
                    help="another interpreter whose frameworks' CPU speed joins the best-CPU figure "
                         "(repeatable; default: the one running mlprobe, when --python names another)")
+    p.add_argument("--activated", action="store_true",
+                   help="run the interpreter as a shell where its venv is activated has it (default: as it starts "
+                        "plainly, from an IDE, Jupyter, cron or `uv run`: no activate, its start-up hook only)")
     p.add_argument("--no-cpu-peers", action="store_true",
                    help="don't measure the CPU speed of frameworks that are not being verified")
     p.set_defaults(func=run)
+
+
+def _start_note(target: str, activated: bool) -> Optional[str]:
+    """One line on how the target's venv gets its settings in this run, and what is missing when its
+    start-up hook is off or absent."""
+    import os
+
+    from ..doctor.starts import venv_of
+    from ..venvconf import hook
+    from ..venvconf.layout import read_settings
+
+    venv = venv_of(target)
+    if venv is None:
+        return None
+    st = read_settings(venv)
+    wanted = st.wanted()
+    if not wanted:
+        return None
+    how = "as a shell where it is activated has it" if activated else \
+        "as it starts without activate (an IDE, Jupyter, cron, `uv run`)"
+    missing = [k for k in wanted if k not in os.environ]
+    if not activated and hook.hook_off(os.environ) and missing:
+        return (f"verify runs {target} {how}; its start-up hook is off (MLPROBE_HOOK={os.environ.get('MLPROBE_HOOK')}), "
+                f"so {', '.join(missing)} (the recipe's settings) are not set: a device that needs them is not seen")
+    if not activated and (st.hook is None or not st.hook.pth) and missing:
+        return (f"verify runs {target} {how}; only its activate scripts set {', '.join(missing)}, so this start "
+                "does not get them (`mlprobe install --settings-only --venv VENV --recipe R` adds the start-up hook)")
+    return f"verify runs {target} {how}; the start-up hook sets {', '.join(wanted)} where unset"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,13 +74,27 @@ def run(args: argparse.Namespace) -> int:
 
     import os
 
-    from ..install.activate import env_of_interpreter
+    from ..venvconf.activate import env_of_interpreter
 
     target = resolve_python(args.python)
-    # Run as the person will after `activate`: the recipe's variables (KERAS_BACKEND, HSA_OVERRIDE_…)
-    # that mlprobe wrote into the venv's activate script, unless already set by hand.
-    env = {k: v for k, v in env_of_interpreter(target, os.environ).items()
-           if k in ("VIRTUAL_ENV", "PATH") or k not in os.environ}
+    env: "dict[str, str]" = {}
+    said = _start_note(target, args.activated)
+    if args.activated:
+        # as after `activate`: the variables its block sets, unless already set by hand
+        env = {k: v for k, v in env_of_interpreter(target, os.environ).items()
+               if k in ("VIRTUAL_ENV", "PATH") or k not in os.environ}
+    else:
+        # as an IDE, Jupyter, cron or `uv run` start it: without what activating its venv added here
+        from ..doctor.starts import plain_base, venv_of
+
+        venv = venv_of(target)
+        if venv is not None:
+            plain = plain_base(os.environ, venv)
+            for k in [k for k in os.environ if k not in plain]:
+                del os.environ[k]
+            os.environ.update(plain)
+    if said:
+        print(said, file=sys.stderr)
     baselines = args.baseline_python
     if baselines is None:
         baselines = [sys.executable] if args.python else []
@@ -69,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.stop()
     doc = result.to_json()
+    if said:
+        doc["environment"] = said
     if args.json:
         print_json(doc)
     else:

@@ -63,6 +63,43 @@ class FrameworkSeen(Record):
 
 
 @contract
+class SettingSeen(Record):
+    """One setting mlprobe wrote for the venv, as each way of starting its Python gets it: `plain`
+    (started without activate: an IDE, Jupyter, cron, `uv run`) and `activated`, each with where the
+    value came from ("user": set before Python started; "start-up hook"; "activate script"; "unset")."""
+
+    name: str
+    wanted: Optional[str]
+    places: Tuple[str, ...]
+    plain: Optional[str]
+    plain_from: str
+    activated: Optional[str]
+    activated_from: str
+
+
+@contract
+class LoadedLibrary(Record):
+    """A shared library a framework's process had loaded: its path, the family it belongs to (cuDNN,
+    cuBLAS …, knowledge/libraries.json), who put it there (a wheel by its RECORD, the system, a conda
+    prefix, an LD_LIBRARY_PATH entry) and the version its name says."""
+
+    path: str
+    origin: str
+    family: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    owner: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+    version: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+
+
+@contract
+class LibraryLoad(Record):
+    """What one process that imported these frameworks, in this order, had loaded."""
+
+    frameworks: Tuple[str, ...]
+    libraries: Tuple[LoadedLibrary, ...]
+    error: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
+
+
+@contract
 class DoctorResult(Record):
     """`mlprobe doctor --json`: the verdict, the findings (blocking first), every rule's outcome, what
     the frameworks saw, and where the facts came from."""
@@ -78,6 +115,8 @@ class DoctorResult(Record):
     rules: Tuple[RuleOutcome, ...]
     frameworks: Tuple[FrameworkSeen, ...] = ()
     enumeration: Optional[str] = None  # how the frameworks were asked (live, replayed, not at all)
+    settings: Tuple[SettingSeen, ...] = ()  # the venv's settings at each way of starting it
+    libraries: Tuple[LibraryLoad, ...] = ()  # the shared libraries the frameworks' processes loaded
 
     @property
     def blocking(self) -> Tuple[Finding, ...]:

@@ -67,6 +67,10 @@ class CpuFacts(_ToDict):
     source: Optional[str] = None  # which capture the facts came from
     core_types: Tuple[CoreType, ...] = ()  # ARM: each core kind, decoded from implementer/part
     isa_summary: Optional[str] = None  # plain words on the ML-relevant ISA features (ARM, s390x, ...)
+    # Which fact gave `arch`: the capture that states it ("proc-cpuinfo.txt"), or the fact it follows
+    # from ("sycl-ls: Intel's OpenCL CPU device 'Intel(R) Core(TM) i9-14900K'", "a Jetson module").
+    # None while arch is None: an architecture nothing in the capture implies stays unknown.
+    arch_evidence: Optional[str] = None
 
 
 @contract
@@ -461,6 +465,9 @@ class Contribution:
     runtimes: Runtimes = Runtimes()
     frameworks: List[FrameworkFacts] = field(default_factory=list)
     usb_accelerators: List[UsbAccelerator] = field(default_factory=list)
+    # What a probe's output says of the CPU although it is no CPU source (a CPU device of sycl-ls or
+    # OpenCL, rocminfo's CPU agent, a Python platform tag): used only where no CPU source has it.
+    cpu_hints: List[CpuFacts] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
     # Set by the probe: "ok" when it read something, "absent" when its sources are missing.
     status: str = "ok"

@@ -109,7 +109,7 @@ def install_details(recipe: Recipe, verdict: Verdict, ctx: RulesContext, kb: Kno
     version_key = recipe.variants.version_key if recipe.variants else None
     version = str(row.get(version_key)) if row and version_key and row.get(version_key) else None
     windows = ctx.os.system == "Windows" and not ctx.os.wsl
-    commands = _commands(rendered, index, index_url, base, steps, files, env, windows, extra_index_urls)
+    commands = _commands(rendered, index, index_url, base, steps, files, env, windows, extra_index_urls, recipe.id)
     verify = _render(dict(recipe.verify), ctx, row, eff)
     target = verify if isinstance(verify, dict) else {}
     return InstallDetails(
@@ -138,10 +138,13 @@ def _extra_indexes(inst: Install, ctx: RulesContext, kb: Knowledge, row: Optiona
 
 def _commands(packages: Sequence[str], index: Optional[str], index_url: Optional[str], base: Optional[IndexBase],
               steps: Sequence[ShimStep], files: Sequence[ConfigFile], env: Mapping[str, str],
-              windows: bool, extra_index_urls: Sequence[str] = ()) -> List[str]:
+              windows: bool, extra_index_urls: Sequence[str] = (), recipe: str = "") -> List[str]:
     """The steps a person pastes, each word quoted for the shell (PowerShell on Windows, POSIX
-    elsewhere): package names, the shim's path, the settings file's text and every variable's value
-    come from recipes and from the scanned machine (a device name), so none is trusted as shell text."""
+    elsewhere): package names, the settings file's text and every variable's value come from recipes
+    and from the scanned machine (a device name), so none is trusted as shell text. A recipe with a
+    shim or settings gets `mlprobe install --settings-only` for the activated venv: its start-up
+    hook loads the shim and sets the variables at every start of that venv's Python (an IDE,
+    Jupyter, cron, `uv run`), not only in this shell; the variables follow for this shell."""
     commands: List[str] = []
     if packages:
         argv = ["python", "-m", "pip", "install", *packages]
@@ -150,15 +153,9 @@ def _commands(packages: Sequence[str], index: Optional[str], index_url: Optional
         for url in extra_index_urls:
             argv += ["--extra-index-url", url]
         commands.append(shell.command(argv, windows))
-    for st in steps:
-        if st.shim == "plaidml-collections":
-            # The shim file is standard library only: the environment's own python runs it from
-            # where mlprobe is installed, without mlprobe being installed there.
-            import os
-
-            from ..shims import plaidml_compat
-
-            commands.append(shell.command(["python", os.path.abspath(plaidml_compat.__file__)], windows))
+    if any(st.shim == "plaidml-collections" for st in steps) or env:
+        commands.append(shell.command(["mlprobe", "install", "--recipe", recipe or "<recipe>", "--settings-only"],
+                                      windows))
     for f in files:
         commands.append(shell.write_file(f.path, json.dumps(f.json), windows))
     for k, v in env.items():

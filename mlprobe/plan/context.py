@@ -71,6 +71,10 @@ def _host(os_: OsFacts, cpu: CpuFacts, py: PythonFacts, gpus: Tuple[GpuFacts, ..
     inferred: List[str] = []
     system = _text(os_.system)
     arch = _norm_arch(_text(cpu.arch)) or _norm_arch(_text(py.machine))
+    evidence = _text(cpu.arch_evidence)
+    if arch and cpu.arch and evidence and evidence != _text(cpu.source) and not evidence.startswith("host.json"):
+        # the scan inferred it (a model name, a tool's CPU device, a product on one architecture only)
+        inferred.append(f"the CPU is taken to be {arch} ({evidence})")
     vendors = {g.vendor for g in gpus}
     grace = next((g for g in gpus if _grace(g, rules)), None)
     if system is None:

@@ -174,7 +174,7 @@ def parse_proc_cpuinfo(text: str) -> CpuFacts:
     return CpuFacts(
         vendor=vendor, vendor_id=vendor_id, model=model, arch=arch, cores=cores, threads=threads,
         flags=flags, x86_64_level=x86_64_level(flags) if arch == "x86_64" else None,
-        source="proc-cpuinfo.txt",
+        source="proc-cpuinfo.txt", arch_evidence="proc-cpuinfo.txt" if arch else None,
     )
 
 
@@ -230,7 +230,7 @@ def cpu_from_sysctl(fields: Dict[str, str]) -> CpuFacts:
         cores=_int(fields.get("hw.physicalcpu")) or _int(fields.get("machdep.cpu.core_count")),
         threads=_int(fields.get("hw.logicalcpu")) or _int(fields.get("machdep.cpu.thread_count")),
         flags=ordered, x86_64_level=x86_64_level(ordered) if arch == "x86_64" else None,
-        source="sysctl.txt",
+        source="sysctl.txt", arch_evidence="sysctl.txt" if arch else None,
     )
 
 
@@ -284,7 +284,8 @@ def probe(host: Host) -> Contribution:
         machine = str(info["machine"]).lower()
         arch = {"amd64": "x86_64", "x64": "x86_64", "arm64": "arm64" if system == "Darwin" else "aarch64"}.get(
             machine, machine)
-        cpu = replace(cpu, arch=arch, x86_64_level=x86_64_level(cpu.flags) if arch == "x86_64" and cpu.flags else None)
+        cpu = replace(cpu, arch=arch, x86_64_level=x86_64_level(cpu.flags) if arch == "x86_64" and cpu.flags else None,
+                      arch_evidence=f"host.json: Python's platform.machine() is {info['machine']}")
     if cpu is None:
         return nothing_read(out, errors, "no CPU source (/proc/cpuinfo, lscpu or sysctl) in this capture")
     out.cpu = cpu
@@ -314,4 +315,5 @@ def parse_py_cpuinfo(text: str) -> CpuFacts:
         vendor_id=vendor_id, model=data.get("brand_raw") if isinstance(data.get("brand_raw"), str) else None,
         arch=arch, cores=None, threads=count if isinstance(count, int) and not isinstance(count, bool) else None,
         flags=flags, x86_64_level=x86_64_level(flags) if arch == "x86_64" else None, source="py-cpuinfo",
+        arch_evidence="py-cpuinfo" if arch else None,
     )

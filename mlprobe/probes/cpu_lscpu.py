@@ -43,4 +43,5 @@ def cpu_from_lscpu(fields: Dict[str, str]) -> CpuFacts:
         vendor=vendor, vendor_id=vendor_id, model=fields.get("Model name"), arch=arch, cores=cores,
         threads=threads, flags=flags,
         x86_64_level=x86_64_level(flags) if arch == "x86_64" and flags else None, source="lscpu.txt",
+        arch_evidence="lscpu.txt" if arch else None,
     )

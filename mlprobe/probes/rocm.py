@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import knowledge as kb
 from ..errors import ParseError
-from ..model.facts import Contribution, GpuFacts, RocmRuntime, Runtimes
+from ..model.facts import Contribution, CpuFacts, GpuFacts, RocmRuntime, Runtimes
 from ..scan.capture import Host
 from ..model.hw.amd import GFX_NAME, amd_device as amd_device, architecture_of as architecture_of
 from ..model.hw.amd import bus_id_from_bdfid as bus_id_from_bdfid, gfx_from_version as gfx_from_version
@@ -489,6 +489,10 @@ def probe(host: Host) -> Contribution:
         gpus = gpus_from_smi(cards, env if env_gfx else None, rocm_installed=version is not None or bool(amd_smi),
                              reported_first=bool(amd_smi))
     out.gpus = gpus
+    if info is not None:
+        # rocminfo lists the host CPU as an agent too ("Marketing Name: AMD Ryzen 9 7950X 16-Core Processor")
+        out.cpu_hints = [CpuFacts(model=" ".join(str(a.marketing_name or a.name).split()), source="rocminfo.txt")
+                         for a in info.agents if (a.device_type or "").upper() == "CPU" and (a.marketing_name or a.name)][:1]
 
     if not seen_any:
         return nothing_read(out, errors, "no ROCm (no rocminfo, no KFD topology, no amd-smi or rocm-smi, no /opt/rocm)")

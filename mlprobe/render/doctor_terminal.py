@@ -39,6 +39,22 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
     elif result.enumeration:
         lines.append(f"The frameworks were not asked: {result.enumeration}")
         lines.append("")
+    if result.settings:
+        lines.append("The venv's settings at each start (plain: an IDE, Jupyter, cron, `uv run`; activated: a shell):")
+        for st in result.settings:
+            lines.append(f"    {st.name}: plain {st.plain!r} ({st.plain_from}), activated {st.activated!r} "
+                         f"({st.activated_from}); mlprobe wrote {st.wanted!r} into {', '.join(st.places) or 'nowhere'}")
+        lines.append("")
+    if result.libraries:
+        lines.append("Shared libraries the frameworks' processes loaded (family members" +
+                     ("" if verbose else "; -v lists every one") + "):")
+        for load in result.libraries:
+            listed = [lib for lib in load.libraries if verbose or lib.family]
+            lines.append(f"    {' + '.join(load.frameworks) or 'the pasted listing'}: {len(load.libraries)} loaded"
+                         + (f"; error: {load.error}" if load.error else ""))
+            for lib in listed:
+                lines.append(f"        {lib.path}  ({lib.origin}" + (f", {lib.family}" if lib.family else "") + ")")
+        lines.append("")
     unknown = [r for r in result.rules if r.outcome == "unknown"]
     if unknown and verbose:
         lines.append("Could not decide:")

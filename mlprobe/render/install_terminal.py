@@ -184,10 +184,11 @@ def render_applied(pre: Preflight, result: ApplyResult) -> None:
     con.print(f"[green]installed[/green] recipe {_esc(plan.recipe)} into {_esc(where)}")
     if result.activate_scripts:
         names = list(plan.env) + [f"{k} (first: {v})" for k, v in plan.prepend.items()]
-        con.print(f"  env vars {_esc(', '.join(names))} are set by its activate scripts")
+        con.print(f"  env vars {_esc(', '.join(names))} are set at every start of its Python (start-up hook; "
+                  "MLPROBE_HOOK=0 turns it off) and by its activate scripts")
     elif plan.env and result.path is None:
         con.print("  set these yourself before use (mlprobe does not edit shell rc files):")
-        from ..install.activate import shell_lines
+        from ..venvconf.activate import shell_lines
 
         for line in shell_lines(plan.env):
             con.print(f"    [cyan]{_esc(line)}[/cyan]")

@@ -20,7 +20,8 @@ def human_bytes(n: Optional[int]) -> str:
 
 # Which tool a probe's GPU came from, in the words a user knows.
 SOURCE_NAMES = {"nvidia": "nvidia-smi", "pci": "lspci", "rocm": "rocminfo", "opencl": "OpenCL",
-                "windows": "Windows", "apple": "system_profiler", "intel": "sysfs", "collect_env": "collect_env"}
+                "windows": "Windows", "apple": "system_profiler", "intel": "sysfs", "collect_env": "collect_env",
+                "sycl-ls": "sycl-ls", "xpu-smi": "xpu-smi"}
 
 
 def count(n: Optional[int], word: str) -> str:
@@ -77,11 +78,16 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
             shown.append(f"[red]no {f}[/red]")
     amx = [f for f in ("amx_tile", "amx_bf16", "amx_int8") if f in flags]
     if c.model is None and c.vendor is None and c.threads is None and not c.flags:
-        con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output)")
+        con.print("[bold]CPU[/bold] not in this capture (no /proc/cpuinfo, lscpu or sysctl output); "
+                  + (f"architecture {c.arch} ({c.arch_evidence})" if c.arch else "architecture unknown"))
     else:
         con.print(f"[bold]CPU[/bold] {c.model or '?'} ({c.vendor or '?'}, {c.arch or '?'}), "
                   f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}, [bold]{level}[/bold]{flags_ov}"
                   + (f"; memory {human_bytes(facts.memory.total_bytes)}" if facts.memory.total_bytes else ""))
+    if c.arch and c.arch_evidence and c.source and c.arch_evidence != c.source and c.model:
+        con.print(f"    [dim]architecture from {c.arch_evidence}[/dim]")
+    elif c.model and not c.arch:
+        con.print("    [dim]architecture unknown: nothing in this capture implies one[/dim]")
     if not flags and c.arch:
         con.print("    [dim]SIMD flags: not in this capture[/dim]")
     elif shown:

@@ -113,6 +113,12 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec("opencl-icd.json", internal="opencl-icd", systems=("Linux",), timeout=10.0),
         # The frameworks' own device enumeration in the scanning Python (a child per framework).
         CaptureSpec("framework-devices.json", internal="framework-devices", timeout=120.0),
+        # What the frameworks' processes really loaded (doctor/libraries.py): mlprobe's own document,
+        # or lines a person pasted (/proc/PID/maps, lsof, ldd, LD_DEBUG); the venv's settings at a
+        # plain and an activated start of its Python (doctor/starts.py)
+        CaptureSpec("loaded-libraries.json", internal="loaded-libraries", timeout=180.0),
+        CaptureSpec("loaded-libraries.txt", internal="loaded-libraries-text"),
+        CaptureSpec("interpreter-starts.json", internal="interpreter-starts", timeout=60.0),
         # lsusb exits 1 when it lists no device (no USB bus, e.g. in a VM): that is an answer, not a failure.
         CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
         CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
@@ -264,12 +270,18 @@ def read_regular(path: "str | os.PathLike[str]", max_bytes: int, follow_symlinks
     except OSError as exc:
         raise UnreadableFile(f"could not read {path}: {exc.strerror or exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the first look
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped after the first look
             raise UnreadableFile(f"{path} is not a regular file")
         chunks = []
         left = max_bytes
+        # the first read sized by the file (one more byte tells that it did not grow), the rest in
+        # pieces small enough that the buffer os.read allocates costs nothing: a 1 MiB buffer per
+        # call was most of the time of reading 10,000 small reports
+        want = st.st_size + 1 if st.st_size > 0 else 1 << 16
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, want))
+            want = 1 << 16
             if not chunk:
                 break
             chunks.append(chunk)

@@ -224,6 +224,67 @@ def _apply_overrides(facts: Facts, overrides: Dict[str, str], where: str = "envi
     return facts
 
 
+def _x86_family(model: Optional[str]) -> Optional[Dict[str, Any]]:
+    from ..model import knowledge as kbase
+
+    for row in kbase.rows("cpu_families", "families"):
+        if model and re.search(str(row.get("pattern")), model, re.I):
+            return row
+    return None
+
+
+def complete_cpu(cpu: CpuFacts, hints: List[CpuFacts]) -> CpuFacts:
+    """The CPU source's facts, completed where it has none (or there is none) by what other tools
+    printed of the CPU (hints), then by what the model name implies: a model of an x86 family with
+    AVX (cpu_families.json) is an x86-64 CPU, AVX having come only to x86-64 parts. Every architecture
+    carries the evidence it came from; nothing is defaulted."""
+    changes: Dict[str, Any] = {}
+    if cpu.arch and not cpu.arch_evidence and cpu.source:
+        changes["arch_evidence"] = cpu.source
+    for hint in hints:
+        if cpu.model is None and "model" not in changes and hint.model:
+            changes.update(model=hint.model, source=cpu.source or hint.source)
+            if cpu.vendor is None and hint.vendor:
+                changes["vendor"] = hint.vendor
+        if cpu.arch is None and "arch" not in changes and hint.arch:
+            changes.update(arch=hint.arch, arch_evidence=hint.arch_evidence)
+    if changes:
+        cpu = replace(cpu, **changes)
+    if cpu.arch is None and cpu.model:
+        family = _x86_family(cpu.model)
+        if family is not None and family.get("avx") is True:
+            cpu = replace(cpu, arch="x86_64", vendor=cpu.vendor or family.get("vendor"),
+                          arch_evidence=f"the model '{cpu.model}' is an x86 family with AVX "
+                                        f"({family.get('family')}; cpu_families.json)")
+    return cpu
+
+
+def cpu_arch_from_gpus(cpu: CpuFacts, gpus: List[GpuFacts]) -> CpuFacts:
+    """A product that exists on one CPU architecture only (host_inference.json): a Jetson module,
+    a Grace superchip's GPU, an Apple GPU."""
+    from ..model import knowledge as kbase
+
+    for row in kbase.rows("host_inference", "rules"):
+        implies = row.get("implies")
+        arch = implies.get("cpu.arch") if isinstance(implies, dict) else None
+        if not isinstance(arch, str):
+            continue
+        when = row.get("when")
+        for g in gpus:
+            hit = ((when == "gpu_source" and row.get("source_name") in g.sources)
+                   or (when == "gpu_vendor" and row.get("vendor") == g.vendor)
+                   or (when == "nvidia_name" and g.vendor == "nvidia" and g.name
+                       and re.search(str(row.get("pattern")), g.name)))
+            if hit:
+                # the plan's name for 64-bit ARM is arm64; the report keeps Linux's aarch64 off macOS
+                value = "aarch64" if arch == "arm64" and g.vendor != "apple" else arch
+                what = ("is a Jetson board" if when == "gpu_source" else
+                        "sits on a Grace superchip" if when == "nvidia_name" else f"is an {g.vendor.capitalize()} GPU")
+                return replace(cpu, arch=value, arch_evidence=f"{g.name or g.vendor} {what}, found only with "
+                                                               f"{value} CPUs (host_inference.json)")
+    return cpu
+
+
 def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
     from ..model.facts import MemoryFacts, OsFacts, PythonFacts
 
@@ -237,6 +298,7 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
 
     os_f = pick("os", OsFacts())
     cpu = pick("cpu", CpuFacts())
+    cpu = complete_cpu(cpu, [h for _, c, _ in parts for h in c.cpu_hints])
     mem = pick("memory", MemoryFacts())
     py = pick("python", PythonFacts())
     # collect_env pastes know OS/CPU facts too; they come after the real sources in `parts`.
@@ -265,6 +327,8 @@ def merge(host: Host, parts: List[Tuple[str, Contribution, float]]) -> Facts:
                 frameworks.append(fw)
     usb = [u for _, c, _ in parts for u in c.usb_accelerators]
     warnings = [w for _, c, _ in parts for w in c.warnings] + capped
+    if cpu.arch is None:
+        cpu = cpu_arch_from_gpus(cpu, gpus)
     facts = Facts(
         os=os_f, cpu=cpu, memory=mem, python=py, gpus=tuple(gpus), runtimes=runtimes,
         frameworks=tuple(frameworks), usb_accelerators=tuple(usb), probes=tuple(statuses),

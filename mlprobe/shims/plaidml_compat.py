@@ -1,17 +1,17 @@
 """PlaidML compatibility shim: lets plaidml 0.7.0 + keras 2.2.4 (both from 2019) run on today's
 Python (3.10+) and numpy (2.x).
 
-`install_shim(site_packages_dir)` writes two files into the environment's site-packages:
-
-- `_mlprobe_plaidml_compat.py`, the shim module (SHIM_SOURCE below), and
-- `_mlprobe_plaidml_compat.pth`, a one-line start-up hook (`import _mlprobe_plaidml_compat`) that
-  the `site` module runs when that interpreter starts, so the shim is active before any user code
-  imports Keras.
+`install_shim(site_packages_dir)` writes the shim module, `_mlprobe_plaidml_compat.py` (SHIM_SOURCE
+below), into the environment's site-packages. The venv's one start-up hook (venvconf/hook.py:
+`_mlprobe_startup.pth` importing `_mlprobe_startup`) imports it when that interpreter starts, so the
+shim is active before any user code imports Keras; the shim has no `.pth` of its own (an older mlprobe
+wrote `_mlprobe_plaidml_compat.pth`: install_shim removes it).
 
 What the shim does, each only where the name is missing:
 
-1. at start-up: the ABC names Python 3.10 removed from `collections` (Iterable, Mapping,
-   MutableMapping, Sequence, Callable, ...) become aliases of `collections.abc`. Keras 2.2.4 does
+1. when `collections` is imported (at once, if it already is): the ABC names Python 3.10 removed
+   from `collections` (Iterable, Mapping, MutableMapping, Sequence, Callable, ...) become aliases of
+   `collections.abc`; start-up itself does not import `collections` (a few ms). Keras 2.2.4 does
    `from collections import Iterable` (keras/callbacks.py) and fails to import without it.
 2. when `keras`, `plaidml` or `keras_preprocessing` is first imported (a meta-path hook, so other
    programs in the environment do not pay for numpy): numpy's removed aliases (np.Inf, np.NaN,
@@ -46,8 +46,8 @@ PTH_NAME = MODULE_NAME + ".pth"
 # library only, cheap, and it must never raise (a failing .pth line only prints a warning, but a
 # broken shim should not even do that).
 SHIM_SOURCE = r'''"""Written by mlprobe (mlprobe.shims.plaidml_compat): lets plaidml 0.7.0 + keras 2.2.4 run on
-Python >= 3.10 and numpy 2.x. Loaded at start-up by _mlprobe_plaidml_compat.pth. Remove both files
-to undo."""
+Python >= 3.10 and numpy 2.x. Imported at start-up by mlprobe's start-up hook (_mlprobe_startup.py);
+`mlprobe install --detach VENV` removes both."""
 import sys
 
 _ABC_NAMES = (
@@ -196,7 +196,14 @@ def patch_h5py(_module=None):
     manager.__getitem__ = getitem
 
 
-_POST_HOOKS = {"plaidml.keras": patch_plaidml_keras, "keras.engine.saving": patch_h5py}
+def _collections_loaded(_module=None):
+    patch_collections()
+
+
+# collections itself: a program that imports it (`from collections import Iterable`) gets the
+# aliases as it loads, without the start-up paying for importing it (python -c pass does not).
+_POST_HOOKS = {"collections": _collections_loaded, "plaidml.keras": patch_plaidml_keras,
+               "keras.engine.saving": patch_h5py}
 
 
 class _PostLoader(object):
@@ -247,7 +254,8 @@ class _Hook(object):
 
 
 def install():
-    patch_collections()
+    if "collections" in sys.modules:
+        patch_collections()
     if not any(isinstance(h, _Hook) for h in sys.meta_path):
         sys.meta_path.insert(0, _Hook())
     for name, after in _POST_HOOKS.items():
@@ -261,20 +269,21 @@ except Exception:
     pass
 '''
 
-PTH_LINE = f"import {MODULE_NAME}\n"
+PTH_LINE = f"import {MODULE_NAME}\n"  # what an older mlprobe's own .pth held
 
 
 def install_shim(site_packages_dir: Union[str, "os.PathLike[str]"]) -> Path:
-    """Write the shim module and its .pth start-up hook into `site_packages_dir`; returns the .pth
-    path. Idempotent: rewriting gives the same bytes."""
+    """Write the shim module into `site_packages_dir` (the start-up hook imports it) and remove the
+    shim's own .pth an older mlprobe wrote; returns the module's path. Idempotent."""
     site = Path(site_packages_dir)
     if not site.is_dir():
         raise FileNotFoundError(f"no site-packages folder at {site}")
     module = site / (MODULE_NAME + ".py")
-    pth = site / PTH_NAME
     module.write_text(SHIM_SOURCE, encoding="utf-8")
-    pth.write_text(PTH_LINE, encoding="utf-8")
-    return pth
+    legacy = site / PTH_NAME
+    if legacy.is_file() and legacy.read_text(encoding="utf-8", errors="replace").strip() == PTH_LINE.strip():
+        legacy.unlink()
+    return module
 
 
 def uninstall_shim(site_packages_dir: Union[str, "os.PathLike[str]"]) -> bool:
@@ -305,13 +314,15 @@ def write_settings(path: Union[str, "os.PathLike[str]"], device_ids: Iterable[st
 
 
 def _main(argv: "list[str]") -> int:
-    """`python plaidml_compat.py [SITE_PACKAGES]`: install the shim into SITE_PACKAGES, or into the
-    running interpreter's purelib. Standard library only, so the target environment's own Python
-    can run this file without mlprobe installed there (that is how `mlprobe plan` shows the step)."""
+    """`python plaidml_compat.py [SITE_PACKAGES]`: write the shim module into SITE_PACKAGES, or into the
+    running interpreter's purelib, with a .pth of its own (standard library only: for a by-hand
+    set-up without mlprobe; `mlprobe install` loads it through its start-up hook instead)."""
     import sysconfig
 
     target = argv[0] if argv else sysconfig.get_paths()["purelib"]
-    print(install_shim(target))
+    module = install_shim(target)
+    (Path(target) / PTH_NAME).write_text(PTH_LINE, encoding="utf-8")
+    print(module)
     return 0
 
 

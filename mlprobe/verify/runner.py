@@ -125,6 +125,27 @@ def _unavailable_record(fw: str, version: Optional[str], python: str, device: st
                         speedup_vs_best_cpu=None, failure=None)
 
 
+def started_env(python: str, env: Mapping[str, str]) -> Dict[str, str]:
+    """`env` as a process of `python` sees it once started: its venv's start-up hook (venvconf/hook.py)
+    adds the settings that `env` does not set, unless MLPROBE_HOOK turns it off."""
+    from ..venvconf import hook
+    from ..venvconf.layout import site_dirs
+
+    out = dict(env)
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    if hook.hook_off(out) or not os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        return out
+    from pathlib import Path
+
+    for site in site_dirs(Path(venv)):
+        state = hook.read(site)
+        if state is not None and state.pth:
+            for k, v in state.settings.items():
+                out.setdefault(k, v)
+            break
+    return out
+
+
 def _plaidml_settings_ids(env: Mapping[str, str]) -> Tuple[List[str], Optional[str]]:
     """PLAIDML_DEVICE_IDS as PlaidML itself reads it: the variable (space-separated), else the settings
     file ($PLAIDML_SETTINGS, else ~/.plaidml; a JSON object whose PLAIDML_DEVICE_IDS is a list)."""
@@ -262,7 +283,8 @@ def verify(
     results: List[DeviceResult] = []
     no_match: List[DeviceResult] = []  # requested devices a framework does not list (NOT_SEEN)
     extra_env: Dict[str, str] = dict(env or {})
-    full_env: Dict[str, str] = dict(os.environ, **extra_env)
+    full_env: Dict[str, str] = started_env(target, dict(os.environ, **extra_env))
+    hook_added = {k: v for k, v in full_env.items() if k not in os.environ and k not in extra_env}
     loaders: Optional[JsonObject] = None
     fw_cpu: Dict[str, CpuFigure] = {}
     for fw in chosen:
@@ -348,7 +370,9 @@ def verify(
         python=VerifyPython(executable=target, version=disc.python, prefix=disc.prefix, platform=disc.platform,
                             machine=disc.machine, cpu_count=disc.cpu_count),
         request=VerifyRequest(framework=framework, device=device, quick=quick,
-                              env={k: str(v) for k, v in sorted((env or {}).items())
+                              # what the child gets besides this process's environment: the
+                              # variables asked for here and those the venv's start-up hook sets
+                              env={k: str(v) for k, v in sorted(dict(hook_added, **(env or {})).items())
                                    if k not in ("PATH", "VIRTUAL_ENV")} or None),
         overrides=given or None,
         frameworks=tuple(fw_records), results=tuple(results), cpu_peers=tuple(peers), best_cpu=best_cpu,

@@ -154,6 +154,44 @@ def mode_run(cfg):
     return 0
 
 
+def mode_libraries(cfg):
+    """Import the frameworks `cfg["frameworks"]` names, in that order, list each one's devices, then
+    say which shared libraries the process had loaded (one `libraries` event)."""
+    libs = importlib.import_module(PACKAGE + "._libraries")
+    devices = {}
+    error = None
+    for fw in cfg.get("frameworks") or []:
+        try:
+            backend = load_backend(fw).Backend(H.settings({"framework": fw, "quick": True}))
+            found, _missing = backend.devices()
+            devices[fw] = [d.get("id") for d in found]
+        except Exception as exc:
+            error = "%s: %s" % (fw, H.short_error(exc))
+            break
+    try:
+        paths, method = libs.loaded_libraries()
+    except Exception as exc:
+        paths, method = [], None
+        error = error or "listing the loaded libraries: %s" % H.short_error(exc)
+    env = dict((k, os.environ.get(k)) for k in ("LD_LIBRARY_PATH", "LD_PRELOAD", "CONDA_PREFIX", "CUDA_HOME",
+                                                 "DYLD_LIBRARY_PATH", "PATH") if os.environ.get(k) is not None)
+    import site
+    try:
+        sites = list(site.getsitepackages())
+    except Exception:
+        sites = []
+    try:
+        user_site = site.getusersitepackages()
+        if user_site:
+            sites.append(user_site)
+    except Exception:
+        pass
+    H.emit({"event": "libraries", "frameworks": list(cfg.get("frameworks") or []), "paths": paths,
+            "method": method, "devices": devices, "error": error, "prefix": sys.prefix,
+            "site_packages": [p for p in sites if os.path.isdir(p)], "env": env})
+    return 0
+
+
 def main(argv):
     H.open_channel()
     mode = argv[1] if len(argv) > 1 else "discover"
@@ -164,6 +202,8 @@ def main(argv):
         given = json.loads(argv[2]) if len(argv) > 2 else {}
         if mode == "discover":
             return mode_discover(given)
+        if mode == "libraries":
+            return mode_libraries(given)
         return mode_run(H.settings(given))
     except Exception as exc:
         H.emit({"event": "fatal", "stage": mode, "error": H.short_error(exc),
