@@ -145,16 +145,27 @@ def test_numbers_out_of_range_in_what_the_fleet_reads_are_refused_the_careful_wa
 
 def test_a_number_out_of_range_in_a_field_the_fleet_does_not_read(templates: List[Dict[str, Any]], tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """Skipped by the one-pass reader (never made a value, so it cannot reach the fleet report); with
-    --embed-reports, which writes the whole report, it is refused naming the field."""
+    """msgspec skips such a field unbuilt; the document is read the careful way, which refuses it
+    naming the field, as the careful reader alone does (with or without --embed-reports)."""
+    for literal in ("1e999", "-2.5E+308", "1" * 30, str(2 ** 64)):
+        d = json.loads(json.dumps(templates[0]))
+        d["scan"]["memory"] = {"total_bytes": "@@"}
+        f = tmp_path / "node.json"
+        f.write_text(json.dumps(d).replace('"@@"', literal), encoding="utf-8")
+        assert fastread.fast_report(f.read_bytes()) is None, literal
+        for extra in ([], ["--embed-reports"]):
+            assert main(["fleet", "merge", str(f), "--json", *extra]) == 2, (literal, extra)
+            err = capsys.readouterr().err
+            assert "scan.memory.total_bytes" in err and "Traceback" not in err, (literal, extra)
+
+
+def test_hex_strings_and_small_exponents_stay_on_the_fast_way(templates: List[Dict[str, Any]]) -> None:
+    """A GPU's UUID ("GPU-...3e456...") or a number such as 1e99 is not out of range: the one-pass reader
+    keeps such a document (the fleet benchmark's reports carry UUIDs)."""
     d = json.loads(json.dumps(templates[0]))
-    d["scan"]["memory"] = {"total_bytes": "@@"}
-    f = tmp_path / "node.json"
-    f.write_text(json.dumps(d).replace('"@@"', "1e999"), encoding="utf-8")
-    assert main(["fleet", "merge", str(f), "--json"]) == 0
-    assert "1e999" not in capsys.readouterr().out
-    assert main(["fleet", "merge", str(f), "--json", "--embed-reports"]) == 2
-    assert "scan.memory.total_bytes" in capsys.readouterr().err
+    d["scan"]["memory"] = {"uuid": "GPU-3e456a-7e1234-ee000", "ratio": "@@"}
+    text = json.dumps(d).replace('"@@"', "1e99")
+    assert fastread.fast_report(text.encode()) is not None
 
 
 def test_ray_missing_is_a_clear_error(generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]],

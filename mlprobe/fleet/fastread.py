@@ -15,9 +15,10 @@ message and every lenient reading stays what it was:
 - an integer beyond 64 bits in a field the structs hold (msgspec reads any size);
 - a scan JSON (no `scan` key), a fleet report, a report_version other than 1, a capture bundle.
 
-The numbers of fields the fleet does not read (a skipped field) are checked for syntax only: they are
-never made into values, so none of them can reach the fleet report or anything that reads it. With
-`--embed-reports`, which keeps the whole report, every file goes the careful way.
+- a literal of 20 digits or more, or with a 3-digit exponent, anywhere in the bytes (one translation and
+  three substring searches, `_suspect`): msgspec checks the numbers of a field it skips for syntax only,
+  so such a document is read the careful way, which refuses it naming the field as before.
+With `--embed-reports`, which keeps the whole report, every file goes the careful way.
 
 Reports of one hardware and software come out as the same decoded struct; its encoding is the key of
 a cache, so that the summary (and its JSON) is made once per distinct report, not once per node."""
@@ -193,9 +194,50 @@ def _numbers(r: Report, scan: Scan) -> List[Num]:
     return out
 
 
+# Each digit -> "0", "." -> ".", an exponent's letter -> "e", a sign -> "+", what may come before a
+# value (":", ",", "[") -> ":", white space -> " ", anything else -> "a". One translation and a few
+# substring searches then find every literal the careful reader refuses that msgspec would skip
+# unbuilt in a field the structs do not hold: an integer beyond 64 bits, or a number with a 3-digit exponent
+# in a value's place (a hex string such as a GPU's UUID, "...3e456...", is not one: a letter or a
+# sign after letters comes before it).
+_FOLD = bytes(ord("0") if 48 <= b <= 57 else b if b in b"." else ord("e") if b in b"eE"
+              else ord("+") if b in b"+-" else ord(":") if b in b":,[" else ord(" ") if b in b" \t\r\n"
+              else ord("a") for b in range(256))
+
+
+def _exponent_in_value(folded: bytes, hit: int) -> bool:
+    j = hit + 1  # the hit starts at the mantissa's last digit
+    while j > 0 and folded[j - 1] in b"0.":
+        j -= 1
+    if j > 0 and folded[j - 1] == ord("+"):
+        j -= 1
+    while j > 0 and folded[j - 1] == ord(" "):
+        j -= 1
+    return j == 0 or folded[j - 1] == ord(":")
+
+
+def _suspect(data: bytes) -> bool:
+    folded = data.translate(_FOLD)
+    hit = folded.find(b"0" * 20)
+    while hit >= 0:  # 21 digits or more are beyond 64 bits; 20 may be (2**64 - 1 has 20)
+        if folded[hit + 20:hit + 21] == b"0" or int(data[hit:hit + 20]) >= jsondoc.MAX_INT:
+            return True
+        hit = folded.find(b"0" * 20, hit + 20)
+    for pattern in (b"0e000", b"0e+000"):
+        hit = folded.find(pattern)
+        while hit >= 0:
+            if _exponent_in_value(folded, hit):
+                return True
+            hit = folded.find(pattern, hit + 1)
+    return False
+
+
 def fast_report(data: bytes) -> Optional[bytes]:
     """The encoded struct of a report the fast way can read (the cache key), or None where the
-    careful way must read it."""
+    careful way must read it (also a document with a literal the careful reader may refuse, in any
+    field, so that both ways refuse the same files)."""
+    if _suspect(data):
+        return None
     try:
         r = _decode_report(data)
     except (msgspec.DecodeError, RecursionError):
