@@ -287,6 +287,8 @@ _TABLE_CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\d+\.\d+)")
 _ROW_HEAD = re.compile(r"^\s*(\d{1,3})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _ROW_HEAD_LOOSE = re.compile(r"^\s*(\d{1,3})\s+(\S.*?)\s*$")
 _MEM_CELL = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_NA_CELL = re.compile(r"^\s*N/A\s+N/A\s*$")
+_NVGPU_NAME = re.compile(r"\(nvgpu\)\s*$")
 _MIG_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s*\|")
 _FAILURES = (
     "couldn't communicate with the nvidia driver",
@@ -334,9 +336,11 @@ def parse_smi_table(text: str) -> SmiReport:
         if len(cells) < 2:
             continue
         bus_match = _BUS.search(cells[1])
-        if bus_match and len(cells) >= 2:
-            head = _ROW_HEAD.match(cells[0]) or _ROW_HEAD_LOOSE.match(cells[0])
-            if not head:
+        # Jetson (JetPack 6): the integrated GPU has no PCI bus id; its row reads `0  Orin (nvgpu)  N/A | N/A  N/A |`
+        tegra = None if bus_match else _ROW_HEAD.match(cells[0]) if _NA_CELL.match(cells[1]) else None
+        if bus_match or tegra:
+            head = tegra or _ROW_HEAD.match(cells[0]) or _ROW_HEAD_LOOSE.match(cells[0])
+            if not head or (tegra and not _NVGPU_NAME.search(head.group(2))):
                 continue
             name, truncated = _name(head.group(2))
             model = head.group(3) if head.re is _ROW_HEAD else None
@@ -345,7 +349,7 @@ def parse_smi_table(text: str) -> SmiReport:
                 name=name,
                 name_truncated=truncated,
                 cut_at_word=truncated and head.group(2).rstrip().endswith(" ..."),
-                pci_bus_id=normalise_bus_id(bus_match.group(0)),
+                pci_bus_id=normalise_bus_id(bus_match.group(0)) if bus_match else None,
                 driver_model=model if model in ("WDDM", "TCC", "MCDM") else None,
             )
             rep.gpus.append(last)
@@ -520,7 +524,8 @@ def probe(host: Host) -> Contribution:
     smi = next((r.smi_version for _, r in reports if r.smi_version), None)
     wsl = bool(smi and driver and smi != driver)  # WSL2: the Linux nvidia-smi over the Windows driver
     cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
-    if cuda is None:
+    if cuda is None and not (gpus and all(_NVGPU_NAME.search(g.name or "") for g in gpus)):
+        # (a Jetson's driver comes with L4T: the desktop driver -> CUDA table says nothing about it)
         cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
     tcc = [i for i, g in enumerate(gpus) if g.driver_model == "TCC"]
