@@ -214,24 +214,34 @@ class DirectMlView(View):
 
 
 class AscendView(View):
-    """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3")."""
+    """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3"); the NPU driver's
+    series ("25.0" of 25.0.rc1.1); the CANN series torch-npu is matched on (`cann_target_series`: the
+    installed one, or where none is installed the newest that fits the driver) and its name (`cann_target`)."""
 
-    __slots__ = ('count', 'npus', 'cann_installed', 'cann_version', 'cann_series')
+    __slots__ = ('count', 'npus', 'cann_installed', 'cann_version', 'cann_series', 'driver_series',
+                 'cann_target_series', 'cann_target')
 
     count: int
     npus: Tuple[GpuFacts, ...]
     cann_installed: Optional[bool]
     cann_version: Optional[str]
     cann_series: Optional[str]
+    driver_series: Optional[str]
+    cann_target_series: Optional[str]
+    cann_target: Optional[str]
 
     def __init__(self, count: int = 0, npus: Tuple[GpuFacts, ...] = (),
                        cann_installed: Optional[bool] = None, cann_version: Optional[str] = None,
-                       cann_series: Optional[str] = None) -> None:
+                       cann_series: Optional[str] = None, driver_series: Optional[str] = None,
+                       cann_target_series: Optional[str] = None, cann_target: Optional[str] = None) -> None:
         self.count = count
         self.npus = npus
         self.cann_installed = cann_installed
         self.cann_version = cann_version
         self.cann_series = cann_series
+        self.driver_series = driver_series
+        self.cann_target_series = cann_target_series
+        self.cann_target = cann_target
 
 
 class Count(View):
