@@ -14,13 +14,14 @@ lives in mlprobe/knowledge/nvidia_gpus.json with a source on every row.
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, CudaRuntime, GpuFacts, Runtimes
+from ..model.facts import Contribution, CudaRuntime, GpuFacts, MigDevice, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ..model.hw.nvidia import (architecture_for, compute_capability_for, compute_capability_for_architecture,
@@ -373,6 +374,43 @@ def parse_smi_table(text: str) -> SmiReport:
     return rep
 
 
+# -- nvidia-smi -L ----------------------------------------------------------------------------------------
+
+_L_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*)\)\s*$")
+_L_MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*\(UUID:\s*([^)]*)\)\s*$")
+
+
+def parse_smi_list(text: str) -> SmiReport:
+    """`nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-…)`, and under a MIG-enabled GPU one
+    `  MIG 1g.10gb     Device  0: (UUID: MIG-…)` line per MIG device. A UUID the paste hid (`[removed]`)
+    is no UUID."""
+    text = clean_text(text)
+    rep = SmiReport()
+    last: Optional[NvGpu] = None
+    for line in text.split("\n"):
+        m = _L_GPU.match(line)
+        if m:
+            uuid = m.group(3).strip()
+            name, truncated = _name(m.group(2))
+            last = NvGpu(index=int(m.group(1)), name=name, name_truncated=truncated,
+                         uuid=uuid if uuid.upper().startswith("GPU-") else None)
+            rep.gpus.append(last)
+            continue
+        m = _L_MIG.match(line)
+        if m and last is not None:
+            uuid = m.group(3).strip()
+            last.mig = last.mig + ((m.group(1), int(m.group(2)), uuid if uuid.upper().startswith("MIG-") else None),)
+            last.mig_devices = len(last.mig)
+            last.mig_mode = "Enabled"  # MIG devices exist only in MIG mode
+    if not rep.gpus:
+        for msg in _FAILURES:
+            if msg in text.lower():
+                rep.notes.append(f"nvidia-smi reported: {msg}")
+        if not rep.notes:
+            raise ParseError("no `GPU N: name (UUID: …)` line: not `nvidia-smi -L` output")
+    return rep
+
+
 # -- /proc/driver/nvidia/version -------------------------------------------------------------------------
 
 _NVRM = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
@@ -404,6 +442,7 @@ _PARSERS = (
     ("nvidia-smi-q.txt", parse_smi_q),
     ("nvidia-smi-query.csv", parse_smi_query_csv),
     ("nvidia-smi.txt", parse_smi_table),
+    ("nvidia-smi-L.txt", parse_smi_list),
 )
 
 
@@ -455,7 +494,10 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     if g.name_truncated:
         notes.append("nvidia-smi's table truncated the name; capture `nvidia-smi -q -x` for the full one")
     if g.mig_mode == "Enabled":
-        notes.append(f"MIG enabled with {g.mig_devices} instance(s); each is a slice of this GPU")
+        n = max(g.mig_devices, len(g.mig))
+        profiles = ", ".join(f"{c} x {p}" for p, c in Counter(p for p, _, _ in g.mig).items())
+        notes.append(f"MIG enabled with {n} instance(s){f' ({profiles})' if profiles else ''}; each is a slice "
+                     "of this GPU, the device a job gets")
     return GpuFacts(
         vendor="nvidia",
         name=g.name,
@@ -471,7 +513,8 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
         uuid=g.uuid,
         serial=g.serial,
         mig_mode=g.mig_mode,
-        mig_devices=g.mig_devices,
+        mig_devices=max(g.mig_devices, len(g.mig)),
+        mig=tuple(MigDevice(profile=p, index=i, uuid=u) for p, i, u in g.mig),
         sources=(SOURCE,),
         notes=tuple(notes),
     )
@@ -489,7 +532,8 @@ def probe(host: Host) -> Contribution:
     for name, parser in _PARSERS:
         if smi_stop:
             break
-        if live and reports and name in ("nvidia-smi-q.txt", "nvidia-smi.txt"):
+        if live and reports and name in ("nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-L.txt") and not (
+                name == "nvidia-smi-L.txt" and any(g.mig_mode == "Enabled" for _, r in reports for g in r.gpus)):
             continue  # XML (plus the CSV for compute_cap) already said everything
         if live and smi_failed and name != "nvidia-smi.txt":
             continue  # after a failure only the plain table (the most tolerant output) is tried
@@ -591,6 +635,7 @@ __all__ = [
     "integrated_for",
     "kernel_module_flavour",
     "parse_proc_driver_version",
+    "parse_smi_list",
     "parse_smi_q",
     "parse_smi_query_csv",
     "parse_smi_table",
