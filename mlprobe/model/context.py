@@ -143,7 +143,7 @@ class AmdGpu(View):
     """An AMD GPU: its gfx target (the hardware's, else the runtime's), the runtime's, and its place
     among the AMD GPUs (ROCm's device index), UUID and KFD node."""
 
-    __slots__ = ('name', 'gfx', 'runtime_gfx', 'integrated', 'index', 'uuid', 'node')
+    __slots__ = ('name', 'gfx', 'runtime_gfx', 'integrated', 'index', 'uuid', 'node', 'driver_date')
 
     name: Optional[str]
     gfx: Optional[str]
@@ -152,10 +152,12 @@ class AmdGpu(View):
     index: int
     uuid: Optional[str]
     node: Optional[int]
+    driver_date: Optional[str]
 
     def __init__(self, name: Optional[str] = None, gfx: Optional[str] = None,
                        runtime_gfx: Optional[str] = None, integrated: bool = False, index: int = 0,
-                       uuid: Optional[str] = None, node: Optional[int] = None) -> None:
+                       uuid: Optional[str] = None, node: Optional[int] = None,
+                       driver_date: Optional[str] = None) -> None:
         self.name = name
         self.gfx = gfx
         self.runtime_gfx = runtime_gfx
@@ -163,6 +165,7 @@ class AmdGpu(View):
         self.index = index
         self.uuid = uuid
         self.node = node
+        self.driver_date = driver_date
 
 
 class AmdView(View):

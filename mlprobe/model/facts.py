@@ -165,6 +165,7 @@ class GpuFacts(_ToDict):
     mig: Tuple[MigDevice, ...] = ()  # each MIG device, where `nvidia-smi -L` lists them
     metal_support: Optional[str] = None
     driver_version_raw: Optional[str] = None  # e.g. Windows' 31.0.15.5222
+    driver_date: Optional[str] = None  # Windows: the driver's date, "2025-06-30", or "2025" where day and month are ambiguous
     chip_id: Optional[str] = None
     topology: Optional[GpuTopology] = None  # NVIDIA: `nvidia-smi topo -m`
     sources: Tuple[str, ...] = ()

@@ -149,6 +149,7 @@ def _amd(gpus: Tuple[GpuFacts, ...]) -> AmdView:
             index=i,  # the position among the AMD GPUs: ROCm's device index (ROCR_VISIBLE_DEVICES)
             uuid=_text(g.uuid),
             node=g.kfd_node,
+            driver_date=_text(g.driver_date),
         )
         for i, g in enumerate(g for g in gpus if g.vendor == "amd")
     )

@@ -327,3 +327,34 @@ def _cann_toolkit(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row
     return Outcome(True, effects=Effects(prerequisite=step),
                    warnings=[f"no CANN toolkit is installed: torch-npu needs {a.cann_target} first (see the "
                              "prerequisite step)"])
+
+
+# --------------------------------------------------------------------------- AMD on Windows
+
+
+@test("amd_windows_driver")
+def _amd_windows_driver(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    """AMD asks for the latest Adrenalin driver for its Windows wheels (amd_wheels.json `windows_driver`,
+    no numeric minimum published): a driver (dxdiag's or WMI's date) older than the wheels' ROCm release
+    cannot have been the latest when they were built, so updating it is the step before the install."""
+    if ctx.os.system != "Windows":
+        return Outcome(True)
+    rocm = row.text("rocm") if row is not None else None
+    need = next((r for r in kb.rows("amd_wheels", "windows_driver") if r.text("rocm") == rocm), None)
+    if need is None:
+        return Outcome(True)
+    floor = need.text("not_before") or ""
+    dated = [(g.name or "the AMD GPU", g.driver_date) for g in ctx.amd.targets]
+    old = [(n, d) for n, d in dated if d and (d < floor[:len(d)] if len(d) == 10 else d < floor[:4])]
+    if old:
+        name, date = old[0]
+        step = (f"update the AMD Adrenalin driver to the latest release (amd.com/support): {name}'s driver is dated {date}, "
+                f"older than AMD's ROCm {rocm} wheels ({floor[:7]}), and AMD asks for the latest Adrenalin driver for them "
+                "(TheRock RELEASES.md)")
+        return Outcome(True, effects=Effects(prerequisite=step),
+                       warnings=[f"the Adrenalin driver ({date}) predates AMD's ROCm {rocm} wheels: update it first"])
+    unsure = [n for n, d in dated if not d or (len(d) == 4 and d == floor[:4])]
+    if unsure:
+        return Outcome(None, unknown=[f"the date of {unsure[0]}'s driver is unknown (or only its year); AMD asks for the "
+                                      f"latest Adrenalin driver for its ROCm {rocm} wheels (dxdiag's Driver Date says it)"])
+    return Outcome(True)
