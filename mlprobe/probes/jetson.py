@@ -174,12 +174,15 @@ def probe(host: Host) -> Contribution:
         if len(socs) == 1:
             row = next((r for r in kb.rows("jetson", "socs") if r.get("soc") == socs[0]), None)
             if row is not None:
-                notes.append(f"no device tree in the capture; one Jetson SoC fits {' and '.join(why)}: "
-                             f"{row['soc']} ({row['family']})")
+                where = ("the device tree names no Tegra SoC mlprobe knows" if compatible is not None
+                         else "no device tree in the capture")
+                notes.append(f"{where}; one Jetson SoC fits {' and '.join(why)}: {row['soc']} ({row['family']})")
         if row is None:
             left = f" (still {', '.join(socs)})" if len(socs) > 1 else ""
-            notes.append("no device tree names the Tegra SoC and the capture does not narrow it to one"
-                         f"{left}: the GPU's compute capability is unknown")
+            where = ("the device tree's compatible list names no Tegra SoC mlprobe knows" if compatible is not None
+                     else "no device tree names the Tegra SoC")
+            notes.append(f"{where} and the capture does not narrow it to one{left}: the GPU's compute "
+                         "capability is unknown")
     if jetpack is None and smi is not None and smi[1] is not None:
         branch = next((r for r in kb.rows("jetson", "smi_branches") if r.get("smi_major") == smi[1]), None)
         if branch is not None:
