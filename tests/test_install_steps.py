@@ -59,6 +59,14 @@ def test_plan_from_a_real_recommendation_without_index_url() -> None:
     assert plan.device == "cpu"
 
 
+def test_a_prerequisite_is_said_before_the_install() -> None:
+    # torch-npu without CANN: the toolkit the wheels do not bring is the first thing install says
+    rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu", warnings=["w"],
+               prerequisites=["install the CANN toolkit, CANN 9.0"])
+    plan = build_plan(Recommendation.from_json(rec), InstallOptions())
+    assert plan.warnings == ["before this install: install the CANN toolkit, CANN 9.0", "w"]
+
+
 def test_recipe_index_url_is_used_and_isolated() -> None:
     rec = dict(PLAN_REC, index_url="http://127.0.0.1:9/whl/cpu")
     plan = build_plan(Recommendation.from_json(rec), InstallOptions())

@@ -86,16 +86,54 @@ def test_the_plan_recommends_torch_npu_for_cann_8_3() -> None:
     assert best["verify"]["device"] == "npu"
 
 
-def test_without_cann_the_npu_recipe_says_to_install_it_first(tmp_path: Path) -> None:
-    import json
+def _plan(folder: Path, python: str = "3.11") -> dict:
+    from mlprobe.plan.planner import make_plan
+    from mlprobe.scan.host import ReplayHost
+    from mlprobe.scan.run import facts_to_report, scan
+
+    return make_plan(facts_to_report(scan(ReplayHost(folder))), framework="torch", python=python)
+
+
+def test_without_cann_the_plan_keeps_the_npu_with_the_cann_for_its_driver_as_the_first_step(tmp_path: Path) -> None:
+    # the real 910B2C table alone, as a container with only the driver mounted would capture it
     import shutil
-    import subprocess
-    import sys
 
     shutil.copy(FIXTURE / "npu-smi-info.txt", tmp_path / "npu-smi-info.txt")
-    out = subprocess.run([sys.executable, "-m", "mlprobe", "plan", "--replay", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=120)
-    plan = json.loads(out.stdout)
-    assert "torch-npu" not in [r["recipe"] for r in plan["recommended"]]
+    plan = _plan(tmp_path)
+    best = plan["recommended"][0]
+    assert best["recipe"] == "torch-npu", [r["recipe"] for r in plan["recommended"]]
+    # driver 25.0.rc1.1: CANN 9.1 does not run on 25.0.X, 9.0 does (CANN 9.1.0 release notes); its newest
+    # torch-npu build with a wheel for Python 3.11 is torch 2.9.0 + torch-npu 2.9.0.post2
+    (step,) = best["prerequisites"]
+    assert "CANN 9.0" in step and "25.0.rc1.1" in step and "9.1" not in step
+    assert best["version"] == "2.9.0" and "torch-npu==2.9.0.post2" in best["packages"], best
+    assert any("no CANN toolkit is installed" in w for w in best["warnings"])
+    with_cann = _plan(FIXTURE)["recommended"][0]
+    assert with_cann["recipe"] == "torch-npu" and "prerequisites" not in with_cann  # CANN 8.3 is there
+
+
+FIX = FIXTURE.parent
+
+
+def test_driver_24_1_gets_cann_8_0_and_its_builds() -> None:
+    plan = _plan(FIX / "linux-huawei-ascend-x8-npu-smi-24.1.rc2-no-cann-names-hidden", python="3.10")
+    best = plan["recommended"][0]
+    assert best["recipe"] == "torch-npu" and "CANN 8.0" in best["prerequisites"][0]
+    assert best["version"] == "2.4.0" and "torch-npu==2.4.0.post2" in best["packages"], best
+
+
+@pytest.mark.parametrize("folder, driver", [("linux-huawei-ascend-910a-x8-npu-smi-22.0.3-no-cann", "22.0.3.1"),
+                                            ("linux-huawei-ascend-310-x4-npu-smi-21.0.4-no-cann", "21.0.4.B030")])
+def test_a_driver_no_cann_with_torch_npu_builds_runs_on_says_to_update_it(folder: str, driver: str) -> None:
+    plan = _plan(FIX / folder)
+    assert plan["top"]["torch"] == "torch-cpu"
     (rej,) = [r for r in plan["rejected"] if r["recipe"] == "torch-npu"]
-    assert any("install CANN first" in r for r in rej["reasons"]), rej
+    assert any(driver in r and "update the driver" in r for r in rej["reasons"]), rej
+
+
+def test_the_prerequisite_survives_the_plan_document() -> None:
+    from mlprobe.model.plan import Recommendation
+
+    rec = Recommendation(recipe="torch-npu", title="t", prerequisites=("install CANN 9.0",))
+    assert Recommendation.from_json(rec.to_json()).prerequisites == ("install CANN 9.0",)
+    assert "prerequisites" not in Recommendation(recipe="x", title="x").to_json()

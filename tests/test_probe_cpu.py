@@ -135,3 +135,50 @@ def test_py_cpuinfo_is_a_capture_so_a_replay_gives_what_the_live_call_found(tmp_
     assert facts.cpu == live
     with pytest.raises(ParseError):
         parse_py_cpuinfo("not json")
+
+
+# -- lscpu on Arm servers: util-linux's names and numbers mapped back to the MIDR tables --------------
+
+GRACE_LSCPU = FIXTURES / "linux-arm64-nvidia-grace-neoverse-v2-lscpu-archspec-159" / "lscpu.txt"
+
+
+def test_lscpu_names_the_core_kind_with_its_midr_ids() -> None:
+    got = cpu.cpu_from_lscpu(cpu.parse_lscpu(GRACE_LSCPU.read_text()))
+    assert (got.vendor, got.model) == ("arm", "Neoverse-V2")
+    assert [(k.name, k.count, k.implementer, k.part) for k in got.core_types] == [("Neoverse-V2", 72, "0x41", "0xd4f")]
+    assert got.isa_summary and "SVE2" in got.isa_summary
+    # `Architecture:` lost in the paste; the 64-bit op-mode of an Arm implementer's cores says aarch64
+    assert got.arch == "aarch64" and got.arch_evidence and "op-mode" in got.arch_evidence
+
+
+def _lscpu(vendor: str, model: str, mode: str = "32-bit, 64-bit", arch: str = "aarch64\n") -> str:
+    head = f"Architecture:        {arch}" if arch else ""
+    return (head + f"CPU op-mode(s):      {mode}\nCPU(s):              96\nVendor ID:           {vendor}\n"
+            f"Model name:          {model}\nThread(s) per core:  1\nCore(s) per socket:  48\nSocket(s):           2\n")
+
+
+@pytest.mark.parametrize("spelling", ["tsv110", "Kunpeng-920", "TaiShan-v110"])
+def test_every_util_linux_spelling_of_kunpeng_920_is_one_part(spelling: str) -> None:
+    # util-linux issue #969: 0xd01 was `tsv110`, then `Kunpeng-920`; later tables say `TaiShan-v110`
+    got = cpu.cpu_from_lscpu(cpu.parse_lscpu(_lscpu("HiSilicon", spelling)))
+    assert (got.vendor, got.model, got.cores) == ("hisilicon", "Kunpeng-920", 96)
+    assert [(k.implementer, k.part) for k in got.core_types] == [("0x48", "0xd01")]
+
+
+def test_an_lscpu_older_than_its_implementer_table_prints_the_number() -> None:
+    got = cpu.cpu_from_lscpu(cpu.parse_lscpu(_lscpu("0xc0", "-")))
+    assert (got.vendor, got.model) == ("ampere", None)  # `-`: lscpu had no name for the part
+    assert [(k.name, k.implementer, k.part) for k in got.core_types] == []
+
+
+def test_x86_lscpu_is_not_read_as_arm() -> None:
+    got = cpu.cpu_from_lscpu(cpu.parse_lscpu(_lscpu("GenuineIntel", "Intel(R) Xeon(R) Gold 6230", arch="x86_64\n")))
+    assert (got.vendor, got.core_types, got.isa_summary) == ("intel", (), None)
+    # without `Architecture:` an x86 CPU's op-modes say nothing mlprobe claims
+    assert cpu.cpu_from_lscpu(cpu.parse_lscpu(_lscpu("GenuineIntel", "Xeon", arch=""))).arch is None
+
+
+def test_wrapped_flags_are_one_list() -> None:
+    text = (FIXTURES / "linux-arm64-ampere-altra-mt-jade-lscpu-elided-llvm-zorg-354" / "lscpu.txt").read_text()
+    got = cpu.cpu_from_lscpu(cpu.parse_lscpu(text))
+    assert {"cpuid", "asimdrdm", "asimddp"} <= set(got.flags) and "<...>" not in got.flags

@@ -106,3 +106,78 @@ def test_a_pasted_prompt_line_is_not_part_of_the_model() -> None:
     pasted = "mkowalczyk@zephyr-lab-07:~$ cat /proc/device-tree/model\nNVIDIA Jetson AGX Thor Developer Kit\x00"
     assert parse_model(pasted) == "NVIDIA Jetson AGX Thor Developer Kit"
     assert parse_model("NVIDIA Jetson Orin Nano Developer Kit\x00") == "NVIDIA Jetson Orin Nano Developer Kit"
+
+
+# -- a Jetson without its device tree (inside a container; nvidia-smi's reduced JetPack 6 table) --
+
+SMI_ONLY = ["linux-arm64-jetson-agx-orin-64gb-jp621-nvidia-smi-jetson-containers-1403",
+            "linux-arm64-jetson-orin-jp6-nvidia-smi-ultralytics-20680",
+            "linux-arm64-jetson-agx-orin-jp6-nvidia-smi-l-cuda-na-jetpack-nixos-371",
+            "linux-arm64-jetson-orin-jp60-nvidia-smi-540.3-driver-na-oe4t-17"]
+
+
+@pytest.mark.parametrize("folder", SMI_ONLY)
+def test_nvidia_smi_alone_names_the_orin_family_and_the_jetson_road(folder: str) -> None:
+    report = _report(folder)
+    (gpu,) = report["gpus"]  # nvidia-smi's row and the Jetson probe's entry are one device
+    assert (gpu["name"], gpu["compute_capability"], gpu["integrated"]) == ("NVIDIA Jetson Orin", "8.7", True)
+    assert gpu["sources"] == ["jetson", "nvidia"] and gpu["pci_bus_id"] is None
+    assert report["runtimes"]["cuda"]["jetson"]["soc"] == "tegra234"
+    assert report["runtimes"]["cuda"]["jetson"]["jetpack"] == "6.x"
+    assert report["cpu"]["arch"] == "aarch64" and "Jetson" in report["cpu"]["arch_evidence"]
+    plan = make_plan(report, framework="torch", python="3.10")
+    assert plan["top"]["torch"] == "torch-jetson"
+    rec = next(r for r in plan["recommended"] if r["recipe"] == "torch-jetson")
+    assert rec["index_url"] == "https://pypi.jetson-ai-lab.io/jp6/cu126"
+
+
+def test_the_table_keeps_a_row_without_bus_id_only_for_a_tegra_gpu() -> None:
+    from mlprobe.probes.nvidia import parse_smi_table
+
+    text = (FIXTURES / SMI_ONLY[0] / "nvidia-smi.txt").read_text()
+    (gpu,) = parse_smi_table(text).gpus
+    assert (gpu.index, gpu.name, gpu.pci_bus_id, gpu.memory_mib) == (0, "Orin (nvgpu)", None, None)
+    # the same row with another name is not a GPU row: an N/A bus cell alone proves nothing
+    assert parse_smi_table(text.replace("Orin (nvgpu)", "Orin        ")).gpus == []
+
+
+def test_a_jetson_cuda_version_is_not_guessed_from_the_desktop_driver_table() -> None:
+    report = _report(SMI_ONLY[2])  # CUDA Version: N/A
+    assert report["runtimes"]["cuda"]["version"] is None
+    assert report["runtimes"]["cuda"]["driver_version"] == "540.4.0"
+
+
+# /proc/cpuinfo lines as Jetsons print them: Xavier NX (hrw/arm-socs-table issue #26, NVIDIA Carmel) and
+# an Orin's Cortex-A78AE (0x41/0xd42, Dr-Noob/cpufetch issue #275: IM=0x41 P=0xD42).
+CARMEL = "processor\t: 0\nCPU implementer\t: 0x4e\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0x004\n"
+A78AE = "processor\t: 0\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd42\n"
+R35 = (FIXTURES / ORIN / "nv_tegra_release.txt").read_text()  # R35.3.1: Xavier and Orin both run it
+
+
+@pytest.mark.parametrize("files, soc, cc", [
+    ({"nv_tegra_release.txt": R35, "proc-cpuinfo.txt": CARMEL}, "tegra194", "7.2"),
+    ({"nv_tegra_release.txt": R35, "proc-cpuinfo.txt": A78AE}, "tegra234", "8.7"),
+    ({"nv_tegra_release.txt": R35, "lscpu.txt": "Architecture: aarch64\nModel name: Cortex-A78AE\n"}, "tegra234", "8.7"),
+    ({"nv_tegra_release.txt": "# R36 (release), REVISION: 4.4, GCID: 41062509, BOARD: generic, EABI: aarch64\n"},
+     "tegra234", "8.7"),
+    ({"nv_tegra_release.txt": R35}, None, None),  # Xavier or Orin: the release alone does not say
+])
+def test_the_release_file_and_the_cpu_cores_narrow_the_soc(files: Dict[str, str], soc: Any, cc: Any) -> None:
+    out = jetson.probe(DictHost(files))
+    (gpu,) = out.gpus
+    assert out.runtimes.cuda is not None and out.runtimes.cuda.jetson is not None
+    assert (out.runtimes.cuda.jetson.soc, gpu.compute_capability) == (soc, cc)
+    if soc is None:
+        assert gpu.name == "NVIDIA Jetson" and any("tegra194, tegra234" in n for n in gpu.notes)
+
+
+def test_facts_that_disagree_leave_no_soc() -> None:
+    # an Orin GPU name with Xavier's cores: no SoC has both, so none is claimed
+    socs, why = jetson.narrow_socs("Orin (nvgpu)", 35, [("0x4e", "0x004")])
+    assert socs == [] and len(why) == 3
+
+
+def test_a_desktop_gpu_is_not_a_tegra_gpu() -> None:
+    table = (FIXTURES / "linux-nvidia-h100-smi" / "nvidia-smi.txt").read_text()
+    assert jetson.smi_tegra_gpu([table]) is None
+    assert jetson.probe(DictHost({"nvidia-smi.txt": table})).gpus == []

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlprobe.errors import ParseError
 from mlprobe.scan.host import ReplayHost
+from mlprobe.scan.run import scan
 from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.probes import nvidia as nv
 
@@ -606,3 +607,53 @@ def test_query_csv_pastes_make_no_extra_gpu(text: str) -> None:
     except ParseError:
         return
     assert len(gpus) <= 1 and all("$" not in (g.name or "") for g in gpus)
+
+
+# -- nvidia-smi -L: each MIG device, the device a job gets -----------------------------------------------
+
+MIG7 = "linux-nvidia-a100-sxm4-80gb-mig-7x1g.10gb-smi-l-datadog-33120"
+MIXED = "linux-nvidia-a100-sxm4-80gb-x4-one-mig-smi-l-telegraf-5812"
+
+
+def test_smi_list_gives_each_mig_device_with_its_profile_and_uuid() -> None:
+    rep = nv.parse_smi_list(read(MIG7, "nvidia-smi-L.txt"))
+    (gpu,) = rep.gpus
+    assert (gpu.index, gpu.name, gpu.mig_mode, gpu.mig_devices) == (0, "NVIDIA A100-SXM4-80GB", "Enabled", 7)
+    assert [m[1] for m in gpu.mig] == list(range(7)) and {m[0] for m in gpu.mig} == {"1g.10gb"}
+    assert gpu.mig[0][2] == "MIG-feb88891-0321-5fef-9c87-d4af3b54259e"
+    # a GPU without MIG lines says nothing of its MIG mode
+    rep = nv.parse_smi_list(read(MIXED, "nvidia-smi-L.txt"))
+    assert [(g.index, g.mig_mode, len(g.mig)) for g in rep.gpus] == [(0, "Enabled", 4), (1, None, 0), (2, None, 0), (3, None, 0)]
+
+
+def test_a_hidden_uuid_is_no_uuid_and_other_text_is_refused() -> None:
+    (gpu,) = nv.parse_smi_list("GPU 0: Orin (nvgpu) (UUID: [removed])\n").gpus
+    assert (gpu.name, gpu.uuid) == ("Orin (nvgpu)", None)
+    with pytest.raises(ParseError):
+        nv.parse_smi_list("Mon Jan 20 01:36:56 2025\n+-----+\n")
+
+
+def test_labels_follow_gpu_feature_discovery_for_mig() -> None:
+    from mlprobe.fleet.labels import node_labels
+
+    def labels(folder: str) -> dict:
+        facts = scan(ReplayHost(FIX / folder))
+        return {k.split("/", 1)[1]: v for k, v in node_labels(facts, None).items()}
+
+    one = labels(MIG7)
+    assert one["gpu.nvidia.mig-1g.10gb.count"] == "7" and one["gpu.nvidia.mig.count"] == "7"
+    assert one["gpu.nvidia.mig.product"] == "A100-SXM4-80GB-MIG-1g.10gb" and one["gpu.nvidia.mig.capable"] == "true"
+    mixed = labels(MIXED)
+    assert mixed["gpu.nvidia.mig-1g.20gb.count"] == "4" and mixed["gpu.count"] == "4"
+    assert "gpu.nvidia.mig.product" not in mixed  # three whole GPUs beside the sliced one
+
+
+def test_the_plan_names_each_slice_and_how_a_job_gets_one() -> None:
+    from mlprobe.plan.multigpu import gpu_use
+    from mlprobe.plan.planner import build_plan
+
+    facts = scan(ReplayHost(FIX / MIG7))
+    (use,) = gpu_use(build_plan(facts, framework="torch"), facts, {})
+    note = next(n for n in use.notes if "MIG device(s)" in n)
+    assert note.startswith("7 MIG device(s): GPU 0 MIG 1g.10gb device 0 = MIG-feb88891")
+    assert "CUDA_VISIBLE_DEVICES=MIG-feb88891-0321-5fef-9c87-d4af3b54259e" in note

@@ -415,3 +415,43 @@ def test_adapters_that_are_not_gpus_come_from_sourced_knowledge_rows() -> None:
     # The real capture whose virtual adapter copies the RTX 4090's PCI ids (10DE:2684).
     out = win.probe(ReplayHost(FIX / "windows-nvidia-rtx4090-parsec-virtual-display-dxdiag"))
     assert [g.name for g in out.gpus] == ["NVIDIA GeForce RTX 4090"]
+
+
+# -- the Adrenalin driver's date against AMD's native Windows wheels ---------------------------------------
+
+@pytest.mark.parametrize("text, want", [
+    ("6/30/2025 5:00:00 PM", "2025-06-30"),        # month first (en-US dxdiag)
+    ("27/02/2020 21:00:00", "2020-02-27"),         # day first
+    ("07/01/2025", "2025"),                        # either way round: the year only
+    ("20200227000000.000000-000", "2020-02-27"),   # WMI CIM_DATETIME
+    ("2023-02-23T00:00:00Z", "2023-02-23"),        # PowerShell's JSON
+    ("Unknown", None), ("", None), ("13/13/2020", None),
+])
+def test_driver_dates_in_every_order(text: str, want: object) -> None:
+    from mlprobe.probes.windows_adapter import driver_date
+
+    assert driver_date(text) == want
+
+
+def _amd_plan(folder: str, date: object) -> dict:
+    from dataclasses import replace
+
+    from mlprobe.plan.planner import build_plan
+    from mlprobe.scan.run import scan
+
+    facts = scan(ReplayHost(FIX / folder))
+    if date != "as captured":
+        facts = replace(facts, gpus=tuple(replace(g, driver_date=date) if g.vendor == "amd" else g for g in facts.gpus))
+    doc = build_plan(facts, framework="torch", python="3.12").to_json()
+    (rec,) = [r for r in doc["recommended"] if r["recipe"] == "torch-rocm-amd"]
+    return rec
+
+
+def test_a_driver_older_than_amds_windows_wheels_is_the_first_step() -> None:
+    rec = _amd_plan("windows-amd-rx5700xt-gfx1010-dxdiag", "as captured")  # Driver Date 27/02/2020
+    (step,) = rec["prerequisites"]
+    assert "2020-02-27" in step and "Adrenalin" in step and "7.14" in step
+    # a driver from after the wheels' release needs no step; one known only by that year is not checked
+    assert "prerequisites" not in _amd_plan("windows-amd-rx5700xt-gfx1010-dxdiag", "2026-08-01")
+    unsure = _amd_plan("windows-amd-rx5700xt-gfx1010-dxdiag", "2026")
+    assert "prerequisites" not in unsure and any("Adrenalin" in u for u in unsure["unknown"])

@@ -50,7 +50,9 @@ def replay_report(path: Path) -> Dict[str, Any]:
 
 
 def mask_identity(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return [{k: v for k, v in g.items() if k not in ("uuid", "serial")} for g in gpus]
+    # UUIDs and serials are redacted, a MIG device's MIG- UUID too; its profile and index stay
+    return [{k: ([{"profile": m.get("profile"), "index": m.get("index")} for m in v] if k == "mig" else v)
+             for k, v in g.items() if k not in ("uuid", "serial")} for g in gpus]
 
 
 # -- the envelope ----------------------------------------------------------------------------------

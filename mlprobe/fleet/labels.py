@@ -17,10 +17,11 @@ A feature file larger than 64 kB is ignored by NFD."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
-from ..model.facts import Facts
+from ..model.facts import Facts, GpuFacts
 from ..model.jsontypes import JsonObject
 from ..model.plan import Plan, plan_of_report
 from ..ui import safe_line
@@ -83,6 +84,29 @@ def _version_key(v: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
+def _mig_labels(gpus: List[GpuFacts]) -> List[Tuple[str, object]]:
+    """MIG as NVIDIA's GPU feature discovery labels it, under mlprobe's prefix: `mig.capable` where the GPU
+    reports a MIG mode, each profile's count (`mig-1g.10gb.count`, GFD's `nvidia.com/mig-<profile>.count`),
+    the total (`mig.count`), and where every GPU is sliced into one profile, the slice as GFD's single
+    strategy names the product (`<GPU>-MIG-<profile>`). A MIG device is the device a job gets."""
+    out: List[Tuple[str, object]] = []
+    if any(g.mig_mode for g in gpus):
+        out.append(("gpu.nvidia.mig.capable", "true"))
+    on = [g for g in gpus if (g.mig_mode or "").lower() == "enabled"]
+    if not on:
+        return out
+    profiles = Counter(m.profile for g in on for m in g.mig)
+    out.append(("gpu.nvidia.mig.count", sum(len(g.mig) or g.mig_devices for g in on)))
+    for profile in sorted(profiles):
+        out.append((f"gpu.nvidia.mig-{clean(profile).lower()}.count", profiles[profile]))
+    if len(on) == len(gpus) and len(profiles) == 1 and all(g.mig for g in on):
+        (profile,) = profiles
+        names = {g.name for g in on if g.name}
+        if len(names) == 1:
+            out.append(("gpu.nvidia.mig.product", f"{names.pop().replace('NVIDIA ', '', 1)}-MIG-{profile}"))
+    return out
+
+
 def labels_for(report: JsonObject, prefix: str = DEFAULT_PREFIX) -> Dict[str, str]:
     """name -> value for one node, from its report document (`mlprobe report`: scan + plan; or a scan
     JSON), read here into the scan's Facts and the Plan (leniently, as a report nobody checked)."""
@@ -118,6 +142,8 @@ def node_labels(facts: Facts, plan: Optional[Plan], prefix: str = DEFAULT_PREFIX
             raw.append((f"gpu.{v}.compute-capability", ccs[0]))
         for gfx in sorted({t for g in mine for t in [g.gfx_target or g.runtime_gfx_target] if t}):
             raw.append((f"gpu.{v}.{clean(gfx).lower()}", "true"))
+        if vendor == "nvidia":
+            raw.extend(_mig_labels(mine))
     cuda = facts.runtimes.cuda
     driver = (cuda.driver_version if cuda else None) or next(
         (g.driver_version for g in gpus if g.vendor == "nvidia" and g.driver_version), None)

@@ -326,6 +326,7 @@ def build_plan(rec: Recommendation, opts: InstallOptions) -> InstallPlan:
         commands=list(rec.commands),
         imports=imports,
         verify_framework=rec.verify.framework,
-        warnings=list(rec.warnings),
+        # a step the wheels do not bring (a vendor toolkit, a newer driver): said before anything else
+        warnings=[f"before this install: {p}" for p in rec.prerequisites] + list(rec.warnings),
         recommendation=rec,
     )

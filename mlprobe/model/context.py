@@ -143,7 +143,7 @@ class AmdGpu(View):
     """An AMD GPU: its gfx target (the hardware's, else the runtime's), the runtime's, and its place
     among the AMD GPUs (ROCm's device index), UUID and KFD node."""
 
-    __slots__ = ('name', 'gfx', 'runtime_gfx', 'integrated', 'index', 'uuid', 'node')
+    __slots__ = ('name', 'gfx', 'runtime_gfx', 'integrated', 'index', 'uuid', 'node', 'driver_date')
 
     name: Optional[str]
     gfx: Optional[str]
@@ -152,10 +152,12 @@ class AmdGpu(View):
     index: int
     uuid: Optional[str]
     node: Optional[int]
+    driver_date: Optional[str]
 
     def __init__(self, name: Optional[str] = None, gfx: Optional[str] = None,
                        runtime_gfx: Optional[str] = None, integrated: bool = False, index: int = 0,
-                       uuid: Optional[str] = None, node: Optional[int] = None) -> None:
+                       uuid: Optional[str] = None, node: Optional[int] = None,
+                       driver_date: Optional[str] = None) -> None:
         self.name = name
         self.gfx = gfx
         self.runtime_gfx = runtime_gfx
@@ -163,6 +165,7 @@ class AmdGpu(View):
         self.index = index
         self.uuid = uuid
         self.node = node
+        self.driver_date = driver_date
 
 
 class AmdView(View):
@@ -214,24 +217,34 @@ class DirectMlView(View):
 
 
 class AscendView(View):
-    """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3")."""
+    """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3"); the NPU driver's
+    series ("25.0" of 25.0.rc1.1); the CANN series torch-npu is matched on (`cann_target_series`: the
+    installed one, or where none is installed the newest that fits the driver) and its name (`cann_target`)."""
 
-    __slots__ = ('count', 'npus', 'cann_installed', 'cann_version', 'cann_series')
+    __slots__ = ('count', 'npus', 'cann_installed', 'cann_version', 'cann_series', 'driver_series',
+                 'cann_target_series', 'cann_target')
 
     count: int
     npus: Tuple[GpuFacts, ...]
     cann_installed: Optional[bool]
     cann_version: Optional[str]
     cann_series: Optional[str]
+    driver_series: Optional[str]
+    cann_target_series: Optional[str]
+    cann_target: Optional[str]
 
     def __init__(self, count: int = 0, npus: Tuple[GpuFacts, ...] = (),
                        cann_installed: Optional[bool] = None, cann_version: Optional[str] = None,
-                       cann_series: Optional[str] = None) -> None:
+                       cann_series: Optional[str] = None, driver_series: Optional[str] = None,
+                       cann_target_series: Optional[str] = None, cann_target: Optional[str] = None) -> None:
         self.count = count
         self.npus = npus
         self.cann_installed = cann_installed
         self.cann_version = cann_version
         self.cann_series = cann_series
+        self.driver_series = driver_series
+        self.cann_target_series = cann_target_series
+        self.cann_target = cann_target
 
 
 class Count(View):

@@ -128,6 +128,16 @@ class GpuTopology(_ToDict):
 
 
 @contract
+class MigDevice(_ToDict):
+    """One MIG device of a MIG-enabled NVIDIA GPU (`nvidia-smi -L`): the slice a job gets. Its MIG- UUID
+    is what CUDA_VISIBLE_DEVICES takes to give a process that slice."""
+
+    profile: str  # "1g.10gb", "3g.40gb": GPU-instance slices and memory, as nvidia-smi names it
+    index: int  # `Device  N` under its GPU
+    uuid: Optional[str] = None  # "MIG-feb88891-..."
+
+
+@contract
 class GpuFacts(_ToDict):
     """One physical accelerator, as seen by one or more sources."""
 
@@ -152,8 +162,10 @@ class GpuFacts(_ToDict):
     cores: Optional[int] = None  # Apple GPU cores
     mig_mode: Optional[str] = None  # "Enabled" / "Disabled"
     mig_devices: int = 0
+    mig: Tuple[MigDevice, ...] = ()  # each MIG device, where `nvidia-smi -L` lists them
     metal_support: Optional[str] = None
     driver_version_raw: Optional[str] = None  # e.g. Windows' 31.0.15.5222
+    driver_date: Optional[str] = None  # Windows: the driver's date, "2025-06-30", or "2025" where day and month are ambiguous
     chip_id: Optional[str] = None
     topology: Optional[GpuTopology] = None  # NVIDIA: `nvidia-smi topo -m`
     sources: Tuple[str, ...] = ()

@@ -72,6 +72,8 @@ class Recommendation(Record):
     files: Tuple[ConfigFile, ...] = ()
     steps: Tuple[ShimStep, ...] = ()
     commands: Tuple[str, ...] = ()
+    # what the user does before the install, in words: a vendor toolkit the wheels do not bring (CANN)
+    prerequisites: Tuple[str, ...] = ()
     verify: VerifyTarget = VerifyTarget()
     warnings: Tuple[str, ...] = ()
     unknown: Tuple[str, ...] = ()
@@ -96,6 +98,7 @@ class Recommendation(Record):
             "files": [{"path": f.path, "json": f.json, "content": f.content, "why": f.why} for f in self.files],
             "steps": [{"shim": s.shim, "why": s.why} for s in self.steps],
             "commands": list(self.commands),
+            **({"prerequisites": list(self.prerequisites)} if self.prerequisites else {}),
             "verify": {"framework": self.verify.framework, "device": self.verify.device},
             "warnings": list(self.warnings), "unknown": list(self.unknown), "device": self.device,
             "device_name": self.device_name, "notes": list(self.notes), "sources": list(self.sources),
@@ -159,7 +162,7 @@ class Recommendation(Record):
             packages=strs("packages"), env={str(k): str(v) for k, v in env.items()}, files=tuple(files),
             steps=tuple(ShimStep(str(s["shim"]), str(s["why"]) if s.get("why") else None)
                         for s in objs("steps") if s.get("shim")),
-            commands=strs("commands"),
+            commands=strs("commands"), prerequisites=strs("prerequisites"),
             verify=VerifyTarget(str(verify["framework"]) if verify.get("framework") else None,
                                 str(verify["device"]) if verify.get("device") else None),
             warnings=strs("warnings"), unknown=strs("unknown"), device=opt_str("device"),

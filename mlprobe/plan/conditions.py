@@ -38,18 +38,18 @@ class Effects:
 
     __slots__ = ("said",)
     NAMES = ("env", "device_name", "device_id", "integrated", "unofficial", "experimental", "speed",
-             "hsa_override", "amd_device_extra")
+             "hsa_override", "amd_device_extra", "prerequisite")
 
     def __init__(self, env: Optional[Dict[str, str]] = None, device_name: Optional[str] = None,
                  device_id: Optional[str] = None, integrated: Optional[bool] = None,
                  unofficial: Optional[bool] = None, experimental: Optional[bool] = None,
                  speed: Optional[int] = None, hsa_override: Optional[str] = None,
-                 amd_device_extra: Optional[str] = None) -> None:
+                 amd_device_extra: Optional[str] = None, prerequisite: Optional[str] = None) -> None:
         self.said: Dict[str, object] = {}
         for name, value in (("env", env), ("device_name", device_name), ("device_id", device_id),
                             ("integrated", integrated), ("unofficial", unofficial),
                             ("experimental", experimental), ("speed", speed), ("hsa_override", hsa_override),
-                            ("amd_device_extra", amd_device_extra)):
+                            ("amd_device_extra", amd_device_extra), ("prerequisite", prerequisite)):
             if value is not None:
                 self.said[name] = value
 
@@ -131,6 +131,11 @@ class Effects:
     @amd_device_extra.setter
     def amd_device_extra(self, value: Optional[str]) -> None:
         self.said["amd_device_extra"] = value
+
+    @property
+    def prerequisite(self) -> Optional[str]:
+        """A step the user takes before the install (a vendor toolkit the wheels do not bring)."""
+        return self._text("prerequisite")
 
 
 @dataclass

@@ -149,6 +149,7 @@ def _amd(gpus: Tuple[GpuFacts, ...]) -> AmdView:
             index=i,  # the position among the AMD GPUs: ROCm's device index (ROCR_VISIBLE_DEVICES)
             uuid=_text(g.uuid),
             node=g.kfd_node,
+            driver_date=_text(g.driver_date),
         )
         for i, g in enumerate(g for g in gpus if g.vendor == "amd")
     )
@@ -193,14 +194,29 @@ def _opencl(ocl: Optional[OpenClRuntime], gpus: Tuple[GpuFacts, ...]) -> OpenClV
     return OpenClView(known=ocl is not None, devices=tuple(devs), gpu_devices=gpu_devs, gpu_count=len(gpu_devs))
 
 
-def _ascend(gpus: Tuple[GpuFacts, ...], cann: Optional[CannRuntime]) -> AscendView:
+def _ascend(gpus: Tuple[GpuFacts, ...], cann: Optional[CannRuntime], kb: Knowledge) -> AscendView:
     """Huawei Ascend NPUs and the CANN toolkit: its version ("8.3.RC2") and series ("8.3"), the part
-    torch-npu's builds are matched on."""
+    torch-npu's builds are matched on. Where npu-smi lists NPUs and no CANN is installed, the target is
+    the newest CANN series that runs on the NPU driver (torch_npu.json `cann_for_driver`) and has
+    torch-npu builds: the toolkit to install first."""
     npus = tuple(g for g in gpus if g.vendor == "huawei" and "npu" in g.apis)
     version = _text(cann.version) if cann else None
     m = re.match(r"^(\d+)\.(\d+)", version or "")
+    series = f"{m.group(1)}.{m.group(2)}" if m else None
+    driver = (_text(cann.driver_version) if cann else None) or next(
+        (g.driver_version for g in npus if g.driver_version), None)
+    d = re.match(r"^(\d+)\.(\d+)", driver or "")
+    driver_series = f"{d.group(1)}.{d.group(2)}" if d else None
+    target_series, target = (series, f"CANN {version}") if series else (None, None)
+    if series is None and cann is not None and cann.installed is False and driver_series:
+        built = {r.text("cann_series") for r in kb.rows("torch_npu", "builds")}
+        row = next((r for r in kb.rows("torch_npu", "cann_for_driver")
+                    if driver_series in r.texts("drivers") and r.text("cann_series") in built), None)
+        if row is not None:
+            target_series, target = row.text("cann_series"), row.text("cann")
     return AscendView(count=len(npus), npus=npus, cann_installed=cann.installed if cann else None,
-                      cann_version=version, cann_series=f"{m.group(1)}.{m.group(2)}" if m else None)
+                      cann_version=version, cann_series=series, driver_series=driver_series,
+                      cann_target_series=target_series, cann_target=target)
 
 
 def _cpu_flags(cpu: CpuFacts, arch: Optional[str], kb: Knowledge,
@@ -251,7 +267,7 @@ def derive(facts: Facts, kb: Knowledge, python: Optional[str] = None) -> RulesCo
         jetson=cuda.jetson if cuda else None,
         amd=_amd(gpus),
         intel=GpuGroup(count=len(intel), gpus=intel),
-        ascend=_ascend(gpus, rt.cann),
+        ascend=_ascend(gpus, rt.cann, kb),
         apple=Count(count=sum(1 for g in metal.gpus if g.vendor == "apple")),
         metal=metal,
         directml=DirectMlView(count=len(dml), gpus=tuple(dml), discrete=any(not g.integrated for g in dml)),

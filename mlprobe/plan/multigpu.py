@@ -154,6 +154,14 @@ def gpu_use(plan: Plan, facts: Facts, env: Mapping[str, Optional[str]]) -> List[
             if mig:
                 notes.append("MIG is on for GPU " + ", ".join(str(i) for i in mig)
                              + ": CUDA shows its MIG instances instead, and one process uses one instance")
+                slices = [(i, m) for i in mig for m in gpus[i].mig]
+                if slices:
+                    # each MIG device is the device a job gets; its MIG- UUID picks it
+                    listed = "; ".join(f"GPU {i} MIG {m.profile} device {m.index}" + (f" = {m.uuid}" if m.uuid else "")
+                                       for i, m in slices[:8]) + ("; ..." if len(slices) > 8 else "")
+                    first = next((m.uuid for _, m in slices if m.uuid), None)
+                    notes.append(f"{len(slices)} MIG device(s): {listed}"
+                                 + (f"; give a job one with CUDA_VISIBLE_DEVICES={first}" if first else ""))
         n = len(vis.visible)
         out.append(GpuUse(
             recipe=str(recipe_id), framework=str(framework), backend=backend, gpus=len(gpus),

@@ -57,6 +57,7 @@ def _recommendation(r: Recipe, v: Verdict, python_known: bool, details: InstallD
         index=details.index, index_url=details.index_url, extra_index_urls=details.extra_index_urls,
         version=details.version, packages=details.packages, env=details.env, files=details.files,
         steps=details.steps, commands=details.commands, verify=details.verify,
+        prerequisites=(v.effects.prerequisite,) if v.effects.prerequisite else (),
         warnings=tuple(dict.fromkeys([*r.warnings, *v.warnings])),
         unknown=tuple(u for u in v.unknown
                       if python_known or not u.startswith("the target Python is unknown")),

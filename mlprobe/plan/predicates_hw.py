@@ -297,3 +297,64 @@ def _jetson_wheels_board(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optio
     if _jetson_gpu(ctx) is None:
         return Outcome(False, reasons=["no NVIDIA Jetson board was found (/etc/nv_tegra_release, the device tree)"])
     return Outcome(True)
+
+
+# --------------------------------------------------------------------------- Ascend / CANN
+
+
+@test("cann_toolkit")
+def _cann_toolkit(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    """torch-npu runs on the CANN toolkit, which its wheels do not bring. Installed: fits. Not installed
+    (npu-smi sees the NPUs, no toolkit record: a container with only the driver mounted): fits, with
+    the CANN release that runs on the NPU driver (torch_npu.json `cann_for_driver`) as the step before
+    the install; where no release in the table fits the driver, it does not fit, and says why."""
+    a = ctx.ascend
+    if a.cann_installed:
+        return Outcome(True)
+    if a.cann_installed is None:
+        return Outcome(None, unknown=["whether CANN is installed is unknown: torch-npu needs the CANN toolkit "
+                                      "it was built for"])
+    driver = next((g.driver_version for g in a.npus if g.driver_version), None) or "unknown"
+    if a.cann_target is None:
+        why = (f"no CANN toolkit is installed, and no CANN release in mlprobe's table runs on the NPU driver "
+               f"{driver}" if a.driver_series else "no CANN toolkit is installed and the NPU driver's version "
+               "is unknown")
+        return Outcome(False, reasons=[why + ": update the driver (Ascend HDK 24.1 or later), then install the "
+                                       "CANN toolkit for it (Huawei's CANN/driver compatibility table), then torch-npu"])
+    step = (f"install the CANN toolkit, {a.cann_target} (Ascend-cann-toolkit, with its ops package for this NPU), "
+            f"the newest release for NPU driver {driver} with torch-npu builds; then source the toolkit's "
+            "set_env.sh (`/usr/local/Ascend/ascend-toolkit/set_env.sh` by default) before Python starts")
+    return Outcome(True, effects=Effects(prerequisite=step),
+                   warnings=[f"no CANN toolkit is installed: torch-npu needs {a.cann_target} first (see the "
+                             "prerequisite step)"])
+
+
+# --------------------------------------------------------------------------- AMD on Windows
+
+
+@test("amd_windows_driver")
+def _amd_windows_driver(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[Row]) -> Outcome:
+    """AMD asks for the latest Adrenalin driver for its Windows wheels (amd_wheels.json `windows_driver`,
+    no numeric minimum published): a driver (dxdiag's or WMI's date) older than the wheels' ROCm release
+    cannot have been the latest when they were built, so updating it is the step before the install."""
+    if ctx.os.system != "Windows":
+        return Outcome(True)
+    rocm = row.text("rocm") if row is not None else None
+    need = next((r for r in kb.rows("amd_wheels", "windows_driver") if r.text("rocm") == rocm), None)
+    if need is None:
+        return Outcome(True)
+    floor = need.text("not_before") or ""
+    dated = [(g.name or "the AMD GPU", g.driver_date) for g in ctx.amd.targets]
+    old = [(n, d) for n, d in dated if d and (d < floor[:len(d)] if len(d) == 10 else d < floor[:4])]
+    if old:
+        name, date = old[0]
+        step = (f"update the AMD Adrenalin driver to the latest release (amd.com/support): {name}'s driver is dated {date}, "
+                f"older than AMD's ROCm {rocm} wheels ({floor[:7]}), and AMD asks for the latest Adrenalin driver for them "
+                "(TheRock RELEASES.md)")
+        return Outcome(True, effects=Effects(prerequisite=step),
+                       warnings=[f"the Adrenalin driver ({date}) predates AMD's ROCm {rocm} wheels: update it first"])
+    unsure = [n for n, d in dated if not d or (len(d) == 4 and d == floor[:4])]
+    if unsure:
+        return Outcome(None, unknown=[f"the date of {unsure[0]}'s driver is unknown (or only its year); AMD asks for the "
+                                      f"latest Adrenalin driver for its ROCm {rocm} wheels (dxdiag's Driver Date says it)"])
+    return Outcome(True)

@@ -14,13 +14,14 @@ lives in mlprobe/knowledge/nvidia_gpus.json with a source on every row.
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import ParseError
-from ..model.facts import Contribution, CudaRuntime, GpuFacts, Runtimes
+from ..model.facts import Contribution, CudaRuntime, GpuFacts, MigDevice, Runtimes
 from ..scan.capture import Host
 from ..model.vendors import normalise_bus_id
 from ..model.hw.nvidia import (architecture_for, compute_capability_for, compute_capability_for_architecture,
@@ -287,6 +288,8 @@ _TABLE_CUDA = re.compile(r"CUDA(?: UMD)? Version:\s*(\d+\.\d+)")
 _ROW_HEAD = re.compile(r"^\s*(\d{1,3})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _ROW_HEAD_LOOSE = re.compile(r"^\s*(\d{1,3})\s+(\S.*?)\s*$")
 _MEM_CELL = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_NA_CELL = re.compile(r"^\s*N/A\s+N/A\s*$")
+_NVGPU_NAME = re.compile(r"\(nvgpu\)\s*$")
 _MIG_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s+(\d{1,3})\s*\|")
 _FAILURES = (
     "couldn't communicate with the nvidia driver",
@@ -334,9 +337,11 @@ def parse_smi_table(text: str) -> SmiReport:
         if len(cells) < 2:
             continue
         bus_match = _BUS.search(cells[1])
-        if bus_match and len(cells) >= 2:
-            head = _ROW_HEAD.match(cells[0]) or _ROW_HEAD_LOOSE.match(cells[0])
-            if not head:
+        # Jetson (JetPack 6): the integrated GPU has no PCI bus id; its row reads `0  Orin (nvgpu)  N/A | N/A  N/A |`
+        tegra = None if bus_match else _ROW_HEAD.match(cells[0]) if _NA_CELL.match(cells[1]) else None
+        if bus_match or tegra:
+            head = tegra or _ROW_HEAD.match(cells[0]) or _ROW_HEAD_LOOSE.match(cells[0])
+            if not head or (tegra and not _NVGPU_NAME.search(head.group(2))):
                 continue
             name, truncated = _name(head.group(2))
             model = head.group(3) if head.re is _ROW_HEAD else None
@@ -345,7 +350,7 @@ def parse_smi_table(text: str) -> SmiReport:
                 name=name,
                 name_truncated=truncated,
                 cut_at_word=truncated and head.group(2).rstrip().endswith(" ..."),
-                pci_bus_id=normalise_bus_id(bus_match.group(0)),
+                pci_bus_id=normalise_bus_id(bus_match.group(0)) if bus_match else None,
                 driver_model=model if model in ("WDDM", "TCC", "MCDM") else None,
             )
             rep.gpus.append(last)
@@ -366,6 +371,43 @@ def parse_smi_table(text: str) -> SmiReport:
     rep.gpus = _dedupe(rep.gpus)
     if not rep.gpus and not rep.driver_version and not rep.notes:
         raise ParseError("nvidia-smi table lists neither a driver version nor a GPU")
+    return rep
+
+
+# -- nvidia-smi -L ----------------------------------------------------------------------------------------
+
+_L_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*)\)\s*$")
+_L_MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*\(UUID:\s*([^)]*)\)\s*$")
+
+
+def parse_smi_list(text: str) -> SmiReport:
+    """`nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-…)`, and under a MIG-enabled GPU one
+    `  MIG 1g.10gb     Device  0: (UUID: MIG-…)` line per MIG device. A UUID the paste hid (`[removed]`)
+    is no UUID."""
+    text = clean_text(text)
+    rep = SmiReport()
+    last: Optional[NvGpu] = None
+    for line in text.split("\n"):
+        m = _L_GPU.match(line)
+        if m:
+            uuid = m.group(3).strip()
+            name, truncated = _name(m.group(2))
+            last = NvGpu(index=int(m.group(1)), name=name, name_truncated=truncated,
+                         uuid=uuid if uuid.upper().startswith("GPU-") else None)
+            rep.gpus.append(last)
+            continue
+        m = _L_MIG.match(line)
+        if m and last is not None:
+            uuid = m.group(3).strip()
+            last.mig = last.mig + ((m.group(1), int(m.group(2)), uuid if uuid.upper().startswith("MIG-") else None),)
+            last.mig_devices = len(last.mig)
+            last.mig_mode = "Enabled"  # MIG devices exist only in MIG mode
+    if not rep.gpus:
+        for msg in _FAILURES:
+            if msg in text.lower():
+                rep.notes.append(f"nvidia-smi reported: {msg}")
+        if not rep.notes:
+            raise ParseError("no `GPU N: name (UUID: …)` line: not `nvidia-smi -L` output")
     return rep
 
 
@@ -400,6 +442,7 @@ _PARSERS = (
     ("nvidia-smi-q.txt", parse_smi_q),
     ("nvidia-smi-query.csv", parse_smi_query_csv),
     ("nvidia-smi.txt", parse_smi_table),
+    ("nvidia-smi-L.txt", parse_smi_list),
 )
 
 
@@ -451,7 +494,10 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
     if g.name_truncated:
         notes.append("nvidia-smi's table truncated the name; capture `nvidia-smi -q -x` for the full one")
     if g.mig_mode == "Enabled":
-        notes.append(f"MIG enabled with {g.mig_devices} instance(s); each is a slice of this GPU")
+        n = max(g.mig_devices, len(g.mig))
+        profiles = ", ".join(f"{c} x {p}" for p, c in Counter(p for p, _, _ in g.mig).items())
+        notes.append(f"MIG enabled with {n} instance(s){f' ({profiles})' if profiles else ''}; each is a slice "
+                     "of this GPU, the device a job gets")
     return GpuFacts(
         vendor="nvidia",
         name=g.name,
@@ -467,7 +513,8 @@ def to_gpu_facts(g: NvGpu, driver: Optional[str]) -> GpuFacts:
         uuid=g.uuid,
         serial=g.serial,
         mig_mode=g.mig_mode,
-        mig_devices=g.mig_devices,
+        mig_devices=max(g.mig_devices, len(g.mig)),
+        mig=tuple(MigDevice(profile=p, index=i, uuid=u) for p, i, u in g.mig),
         sources=(SOURCE,),
         notes=tuple(notes),
     )
@@ -485,7 +532,8 @@ def probe(host: Host) -> Contribution:
     for name, parser in _PARSERS:
         if smi_stop:
             break
-        if live and reports and name in ("nvidia-smi-q.txt", "nvidia-smi.txt"):
+        if live and reports and name in ("nvidia-smi-q.txt", "nvidia-smi.txt", "nvidia-smi-L.txt") and not (
+                name == "nvidia-smi-L.txt" and any(g.mig_mode == "Enabled" for _, r in reports for g in r.gpus)):
             continue  # XML (plus the CSV for compute_cap) already said everything
         if live and smi_failed and name != "nvidia-smi.txt":
             continue  # after a failure only the plain table (the most tolerant output) is tried
@@ -520,7 +568,8 @@ def probe(host: Host) -> Contribution:
     smi = next((r.smi_version for _, r in reports if r.smi_version), None)
     wsl = bool(smi and driver and smi != driver)  # WSL2: the Linux nvidia-smi over the Windows driver
     cuda = next((r.cuda_version for _, r in reports if r.cuda_version), None)
-    if cuda is None:
+    if cuda is None and not (gpus and all(_NVGPU_NAME.search(g.name or "") for g in gpus)):
+        # (a Jetson's driver comes with L4T: the desktop driver -> CUDA table says nothing about it)
         cuda = cuda_for_driver(driver, "Windows" if windows or wsl else system)
     out.gpus = [to_gpu_facts(g, driver) for g in gpus]
     tcc = [i for i, g in enumerate(gpus) if g.driver_model == "TCC"]
@@ -586,6 +635,7 @@ __all__ = [
     "integrated_for",
     "kernel_module_flavour",
     "parse_proc_driver_version",
+    "parse_smi_list",
     "parse_smi_q",
     "parse_smi_query_csv",
     "parse_smi_table",

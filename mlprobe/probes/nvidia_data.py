@@ -49,6 +49,7 @@ class NvGpu:
     mig_mode: Optional[str] = None
     mig_devices: int = 0
     driver_model: Optional[str] = None  # WDDM / TCC / MCDM on Windows, None on Linux
+    mig: Tuple[Tuple[str, int, Optional[str]], ...] = ()  # (profile, device index, MIG- UUID), `nvidia-smi -L`
 
 
 @dataclass
@@ -159,7 +160,7 @@ def _merge_gpu(a: NvGpu, b: NvGpu) -> NvGpu:
                 changes["cut_at_word"] = b.cut_at_word
         elif f.name in ("name_truncated", "cut_at_word"):
             continue
-        elif f.name == "mig_devices":
+        elif f.name in ("mig_devices", "mig"):
             if vb and not va:
                 changes[f.name] = vb
         elif va is None and vb is not None:

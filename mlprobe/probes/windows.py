@@ -40,7 +40,7 @@ from ._util import clean_text, first_parsed, load_json, nothing_read, parse_capt
 from ..model.hw.amd import amd_device
 from .windows_adapter import (ADAPTER_RAM_CAP as ADAPTER_RAM_CAP, Adapter as Adapter,
                               D3D12_VENDORS as D3D12_VENDORS, GPU_VENDORS as GPU_VENDORS, _NOT_GPU_NAME, _na,
-                              _pci_parts)
+                              _pci_parts, driver_date)
 from .windows_wmi import (cpu_from_win32_processor as cpu_from_win32_processor,
                           parse_win32_json as parse_win32_json, parse_win32_list as parse_win32_list,
                           parse_win32_processor_json as parse_win32_processor_json,
@@ -271,6 +271,7 @@ def _adapter_from_dxdiag(e: Dict[str, str], dx: DxDiag) -> Adapter:
         revision=("0x" + rev) if rev else None,
         pci=parts is not None,
         driver_version_raw=_na(e.get("Driver Version")),
+        driver_date=driver_date(_na((e.get("Driver Date/Size") or "").split(",")[0])),
         dedicated_mib=_int_prefix(e.get("Dedicated Memory")),
         ddi_version=_int_prefix(e.get("DDI Version")),
         feature_levels=levels,
@@ -464,6 +465,7 @@ def to_gpu_facts(a: Adapter, build: Optional[int], directx12: bool, from_dxdiag:
         name=name,
         driver_version=_driver_for(vendor, raw),
         driver_version_raw=raw,
+        driver_date=a.driver_date if a.vendor_driver else None,
         compute_capability=cc,
         architecture=arch,
         memory_bytes=memory,

@@ -38,6 +38,7 @@ class Adapter:
     revision: Optional[str] = None  # "0xa1"
     pci: Optional[bool] = False  # a PCI device; None when the capture does not say (no PNPDeviceID)
     driver_version_raw: Optional[str] = None
+    driver_date: Optional[str] = None  # "2025-06-30"; "2025" where the capture's day and month are ambiguous
     dedicated_mib: Optional[int] = None
     adapter_ram: Optional[int] = None  # WMI's uint32 value
     ddi_version: Optional[int] = None
@@ -71,3 +72,31 @@ def _pci_parts(text: Optional[str]) -> Optional[Tuple[str, str, Optional[str], O
         (m.group(4) or "").lower() or None,
         (m.group(5) or "").lstrip("\\"),
     )
+
+
+_DATE = re.compile(r"^\s*(\d{1,4})[/.-](\d{1,2})[/.-](\d{1,4})")
+
+
+def driver_date(text: Optional[str]) -> Optional[str]:
+    """A driver date as dxdiag (`6/30/2025 5:00:00 PM`, `27/02/2020 21:00:00`: the locale's order) or
+    WMI (`20200227000000.000000-000`, `2023-02-23T00:00:00Z`) writes it -> "YYYY-MM-DD", or "YYYY" where
+    day and month could be either way round (both 12 or less in a day-month locale's text)."""
+    if not text:
+        return None
+    t = text.strip()
+    m = re.match(r"^(\d{4})(\d{2})(\d{2})\d{6}", t)  # CIM_DATETIME
+    if m:
+        return f"{m.group(1)}-{m.group(2)}-{m.group(3)}"
+    m = _DATE.match(t)
+    if not m:
+        return None
+    a, b, c = (int(x) for x in m.groups())
+    if a > 31:  # ISO: year first
+        return f"{a:04d}-{b:02d}-{c:02d}" if 1 <= b <= 12 and 1 <= c <= 31 else None
+    if c < 1900:
+        return None
+    if a > 12 and 1 <= b <= 12:
+        return f"{c:04d}-{b:02d}-{a:02d}"
+    if b > 12 and 1 <= a <= 12:
+        return f"{c:04d}-{a:02d}-{b:02d}"
+    return f"{c:04d}" if 1 <= a <= 12 and 1 <= b <= 12 else None

@@ -12,7 +12,7 @@ from ..errors import ParseError
 from ..model.facts import CpuFacts
 from ..model.vendors import vendor_from_text
 from ._util import clean_text
-from .windows_adapter import Adapter, _na, _pci_parts
+from .windows_adapter import Adapter, _na, _pci_parts, driver_date
 
 
 # -- Win32_Processor -----------------------------------------------------------------------------------------
@@ -211,6 +211,7 @@ def _adapter_from_wmi(r: Dict[str, Any]) -> Adapter:
         revision=("0x" + parts[3]) if parts and parts[3] else None,
         pci=(parts is not None) if "PNPDeviceID" in r else None,
         driver_version_raw=_na(str(r.get("DriverVersion") or "")),
+        driver_date=driver_date(_na(str(r.get("DriverDate") or ""))),
         adapter_ram=ram_int if ram_int is not None and ram_int > 0 else None,
         pnp=pnp or None,
     )

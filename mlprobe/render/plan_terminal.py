@@ -98,6 +98,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             lines.append(f"device: {e['device_name']}")
         if e.get("version"):
             lines.append(f"version: {e['version']}" + (f"   index: {e['index']}" if e.get("index") else ""))
+        for p in e.get("prerequisites", []):
+            lines.append(f"[bold]first:[/bold] {p}")
         for c in e["commands"]:
             lines.append(f"[bold cyan]$ {c}[/bold cyan]")
         for w in e["warnings"]:

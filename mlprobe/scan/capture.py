@@ -53,6 +53,9 @@ SPECS: Dict[str, CaptureSpec] = {
             timeout=10.0,
         ),
         CaptureSpec("nvidia-smi.txt", argv=("nvidia-smi",), timeout=10.0),
+        # `nvidia-smi -L`: one line per GPU and, under a MIG-enabled GPU, one per MIG device (its profile
+        # and MIG- UUID), the names a job's CUDA_VISIBLE_DEVICES takes.
+        CaptureSpec("nvidia-smi-L.txt", argv=("nvidia-smi", "-L"), timeout=10.0),
         # How the GPUs reach each other (NVLink, PCIe), and their CPU/NUMA affinity.
         CaptureSpec("nvidia-smi-topo-m.txt", argv=("nvidia-smi", "topo", "-m"), timeout=10.0),
         # `nvidia-smi -q` (text): full names where the plain table truncates them.
