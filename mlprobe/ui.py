@@ -45,19 +45,37 @@ def debug(text: str) -> None:
         print(safe(text), file=sys.stderr)
 
 
-# Width of output that is not a terminal: no wrapping, so a command stays one copyable line.
-UNWRAPPED_WIDTH = 10_000
+# Width of output that is not a terminal (a pipe, a file, a log): wide enough for a table, narrow
+# enough to read. A printed command, URL or path is never broken, so it may run past it.
+PIPE_WIDTH = 100
 
 
 def console(file: Any = None, stderr: bool = False, **kwargs: Any) -> Any:
-    """A rich Console: on a terminal, its width; piped or redirected, lines are never wrapped at 80
-    columns (a command in the output stays one line that can be copied)."""
-    from rich.console import Console
+    """A rich Console that keeps mlprobe's width contract: on a terminal its width, piped or
+    redirected PIPE_WIDTH columns; prose is wrapped with its continuation indented, a printed command
+    (`$ …`) or a backquoted one is never broken, a table too wide for the width is shown as one block
+    per row, and nothing is coloured that mlprobe did not style (rich's highlighter is off)."""
+    from .render.width import WidthConsole
 
-    con = Console(file=file, stderr=stderr, **kwargs)
-    if not con.is_terminal:
-        con = Console(file=file, stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True, **kwargs)
+    kwargs.setdefault("highlight", False)
+    con = WidthConsole(file=file, stderr=stderr, **kwargs)
+    if not con.is_terminal and "width" not in kwargs:
+        con = WidthConsole(file=file, stderr=stderr, width=PIPE_WIDTH, **kwargs)
     return con
+
+
+def output_width(stream: Any = None) -> int:
+    """The width plain text written to `stream` (stdout by default) is wrapped at."""
+    import shutil
+
+    s = stream if stream is not None else sys.stdout
+    try:
+        tty = s.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return PIPE_WIDTH
+    return max(20, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
 
 
 def stderr_is_terminal() -> bool:

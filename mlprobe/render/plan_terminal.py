@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Table
 
 _STATUS_STYLE = {
@@ -113,20 +112,12 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
             f"--device {verify.get('device')}[/dim]"
         )
-        if i <= 2:
-            con.print(
-                Panel(
-                    "\n".join(lines),
-                    title=head,
-                    title_align="left",
-                    border_style="green" if i == 1 else "blue",
-                    expand=con.is_terminal,
-                )
-            )
-        else:
-            con.print(head)
-            for ln in lines:
-                con.print("    " + ln)
+        # every recipe drawn alike, with no box: a box breaks a command that is wider than it
+        # and cuts its title at the width; the first recommendation stands out by its colour
+        con.print(head.replace("[bold]", "[bold green]" if i == 1 else "[bold]", 1)
+                  .replace("[/bold]", "[/bold green]" if i == 1 else "[/bold]", 1))
+        for ln in lines:
+            con.print("    " + ln)
 
     live = [r for r in plan["rejected"] if r["status"] != "retired"]
     if live:
