@@ -131,10 +131,13 @@ def test_shell_completion_scripts() -> None:
 
 
 def _readme_samples() -> List[Tuple[str, str]]:
-    """(command, the output the README shows for it) for every ``` block that starts with `$ mlprobe`."""
+    """(command, the output the README or a page of docs/ shows for it) for every ``` block that
+    starts with `$ mlprobe`."""
     import re
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = ["README.md"] + [f"docs/{name}.md" for name in ("scan", "plan", "install", "bundle", "verify", "doctor",
+                                                              "report", "fleet", "output")]
+    text = "\n".join((ROOT / p).read_text(encoding="utf-8") for p in pages)
     out = []
     for block in re.findall(r"(?m)^```[a-z]*\n(.*?)^```", text, re.S):
         lines = block.rstrip("\n").split("\n")
