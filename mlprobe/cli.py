@@ -153,18 +153,6 @@ def _reader_gone(fd: int) -> bool:
         return False
 
 
-def _wrapped(text: str) -> str:
-    """An error's lines wrapped at a terminal's width, continuations indented (commands kept whole).
-    Piped or redirected, each part (`error [Exxx]:`, `why:`, `next:`) stays one line, as a log
-    reader or a script that greps it expects."""
-    from . import ui
-    from .render.width import wrap_text_block
-
-    if not ui.stderr_is_terminal():
-        return text
-    return wrap_text_block(text, ui.output_width(sys.stderr))
-
-
 def _say(text: str) -> None:
     """An error line on stderr; a stderr nobody reads any more does not change the exit status."""
     if sys.stderr is None:  # started with stderr closed (`2>&-`)
@@ -226,7 +214,7 @@ def _main(argv: List[str]) -> int:
 
             raise advice(narrow) from None
     except MlprobeError as exc:
-        _say(_wrapped(ui.safe(exc.render())))
+        _say(ui.error_text(exc.render()))
         _json_error(argv, exc.ref, exc.what, exc.why, exc.next_step, exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -251,6 +239,6 @@ def _main(argv: List[str]) -> int:
             next_step="check that the path exists, that you may read or write it, and that the disk has room",
             ref="E001",
         )
-        _say(_wrapped(ui.safe(err.render())))
+        _say(ui.error_text(err.render()))
         _json_error(argv, err.ref, err.what, err.why, err.next_step, err.exit_code)
         return err.exit_code

@@ -55,7 +55,7 @@ def console(file: Any = None, stderr: bool = False, **kwargs: Any) -> Any:
     redirected PIPE_WIDTH columns; prose is wrapped with its continuation indented, a printed command
     (`$ …`) or a backquoted one is never broken, a table too wide for the width is shown as one block
     per row, and nothing is coloured that mlprobe did not style (rich's highlighter is off)."""
-    from .render.width import WidthConsole
+    from .width import WidthConsole
 
     kwargs.setdefault("highlight", False)
     con = WidthConsole(file=file, stderr=stderr, **kwargs)
@@ -83,6 +83,27 @@ def stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def error_text(rendered: str) -> str:
+    """An error's lines (`error [Exxx]:`, `why:`, `next:`) as stderr shows them: control characters
+    escaped; on a terminal wrapped at its width with continuations indented (commands kept whole);
+    piped or redirected, each part stays one line, as a log reader or a script that greps expects."""
+    text = safe(rendered)
+    if not stderr_is_terminal():
+        return text
+    from .width import wrap_text_block
+
+    return wrap_text_block(text, output_width(sys.stderr))
+
+
+def say_error(rendered: str) -> None:
+    """An error on stderr (also with --quiet), as `error_text` shows it."""
+    try:
+        sys.stderr.write(error_text(rendered) + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def progress_enabled() -> bool:

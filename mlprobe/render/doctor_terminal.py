@@ -72,7 +72,7 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
 
 def _shown(line: str, width: int) -> str:
     from ..ui import safe_line
-    from .width import wrap_plain
+    from ..width import wrap_plain
 
     if line.startswith(_WHOLE):
         return safe_line(line[len(_WHOLE):])
