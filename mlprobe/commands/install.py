@@ -384,7 +384,12 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
             print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict(),
                         **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
+            from .. import ui
+
             out.render_preflight(pre)
+            # an error is an error with or without --apply: on stderr, in the same words
+            for problem in pre.problems:
+                ui.say_error(problem.render())
         return EXIT_OK if pre.ok else exit_status(pre.problems[0].kind)
     if not args.json:
         out.render_preflight(pre, applying=True)
