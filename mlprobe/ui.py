@@ -313,3 +313,10 @@ def progress(label: str, detail: Optional[Callable[[], str]] = None) -> Iterator
             out.flush()
         except (OSError, ValueError):
             pass
+
+
+def count(n: Optional[int], word: str) -> str:
+    """`1 core`, `2 cores`, `cores unknown`."""
+    if n is None:
+        return f"{word}s unknown"
+    return f"{n} {word}" + ("" if n == 1 else "s")

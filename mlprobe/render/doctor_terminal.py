@@ -38,6 +38,10 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
             shown = ", ".join(fw.devices) or "no device"
             lines.append(f"    {fw.name} {fw.version or ''}: {shown}" + (f"; error: {fw.error}" if fw.error else ""))
         lines.append("")
+    elif result.enumeration and result.enumeration.startswith(("asked ", "replayed ")):
+        # they were asked: none of the frameworks doctor checks is installed there
+        lines.append(f"No framework answered: none of torch, TensorFlow, JAX or PlaidML is installed there "
+                     f"({result.enumeration})")
     elif result.enumeration:
         lines.append(f"The frameworks were not asked: {result.enumeration}")
         lines.append("")

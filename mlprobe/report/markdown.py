@@ -113,7 +113,7 @@ def cpu_line(scan: Facts) -> str:
     head = c.model or c.vendor or "unknown CPU"
     bits = [b for b in (c.arch,) if b]
     if c.cores or c.threads:
-        from ..render.terminal import count
+        from ..ui import count
 
         bits.append(f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}")
     if c.x86_64_level:
@@ -244,6 +244,11 @@ def verify_lines(verify: VerifySection) -> List[str]:
         if r.speedup_vs_best_cpu is not None:
             s += f" ({r.speedup_vs_best_cpu:.2f}× the best CPU figure)"
         out.append(s)
+    if not out:
+        # nothing ran: say why (verify's own summary names it), never a bare "no results"
+        why = [str(x) for x in verify.result.summary if str(x).strip()]
+        out.append("nothing was measured" + (f": {why[0]}" if why else
+                                             ": no framework with a usable device in that Python"))
     return out
 
 
@@ -295,7 +300,7 @@ def summary_rows(report: ReportEnvelope) -> List[Tuple[str, str]]:
     if not picks and missing is not None and missing.note:
         rows.append(("Plan", missing.note))
     if report.verify is not None:
-        for line in verify_lines(report.verify) or ["no results"]:
+        for line in verify_lines(report.verify):
             rows.append(("Verify", line))
     for w in scan.warnings:
         rows.append(("Warning", str(w)))

@@ -49,7 +49,7 @@ def resolve_python(python: Optional[str]) -> str:
         found = python
     if not found or not os.path.exists(found):
         raise StageError(
-            f"no Python interpreter at {python}", why="verify runs its test in the interpreter you name",
+            f"no Python interpreter at {python}", why="the frameworks are imported and checked in the interpreter that --python names",
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
             ref="E601", kind="usage")
     why = None
