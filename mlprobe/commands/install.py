@@ -60,9 +60,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--recipe-file", metavar="FILE", type=Path,
                    help="a recipe as JSON (one entry of `mlprobe plan --json`'s recommended list, or a whole "
                         "plan); skips the scan")
-    p.add_argument("--python", metavar="X.Y",
-                   help="the Python version of the new environment (pythonX.Y on PATH, or a pyenv install), "
-                        "or the path of an interpreter")
+    p.add_argument("--python", metavar="X.Y|PATH",
+                   help="a version X.Y (pythonX.Y on PATH, or a pyenv install) or the path of an interpreter: "
+                        "the Python the new environment is made with")
     p.add_argument("--from-lock", metavar="FILE", type=Path,
                    help="install exactly the files of a pylock.toml (from `install --apply` or `mlprobe bundle`), "
                         "their sha256 checked; the stack it was made for is set up and verified")
