@@ -83,8 +83,11 @@ def _stage_line(stage: str, d: Dict[str, Any]) -> str:
         return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {_busy_s(d):.2f} s{_paused(d)}"
     if stage == "speed":
         spread = d.get("spread")
-        tail = f" (median of {d.get('repeats')}, spread {100 * spread:.1f}%)" if isinstance(spread, (int, float)) else ""
-        return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}"
+        tail = f" (median of {d.get('repeats')}, {100 * spread:.1f}% between the fastest and slowest repeat)" \
+            if isinstance(spread, (int, float)) else ""
+        load = d.get("machine_load") or {}
+        busy = f"; the machine was busy: {load.get('why')}" if isinstance(load, dict) and load.get("busy") else ""
+        return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}{busy}"
     return stage
 
 

@@ -491,6 +491,12 @@ def summarise(doc: Mapping[str, JsonValue]) -> List[str]:
         if f.get("status") == "not installed":
             out.append(f"{f.get('name')}: {f.get('reason')}")
     out.extend(str(g.get("message")) for g in _records(doc, "slow_gpus"))
+    busy = [(r, _obj(_obj(r.get("speed")).get("machine_load"))) for r in _records(doc, "results")]
+    busy = [(r, m) for r, m in busy if m.get("busy")]
+    if busy:
+        names = ", ".join(f"{r.get('framework')} {r.get('device')}" for r, _m in busy)
+        out.append(f"The machine was busy while {names} timed ({busy[0][1].get('why')}): the speeds can "
+                   "differ from run to run; verify again on a quiet machine for a figure to compare")
     best = _obj(doc.get("best_cpu"))
     ips, epoch = best.get("images_per_s"), best.get("seconds_per_epoch")
     if isinstance(ips, (int, float)) and isinstance(epoch, (int, float)):
