@@ -49,6 +49,10 @@ CASES = [
     (["fleet", "show", str(FLEET)], "mlprobe fleet", None),
     (["labels", "--replay", str(BUNDLE)], "mlprobe.feature", None),
     (["schema", "plan"], "{", None),
+    (["export", "--to", "conda", "--replay", str(BUNDLE)], "CONDA_SUBDIR=", "note: "),
+    (["capture", "cap"], "wrote", "NOT redacted"),
+    (["bundle", "--replay", str(BUNDLE), "--recipe", "plaidml-keras", "--no-index", "--find-links", ".", "-o",
+      "b"], "", "error ["),
     (["completion", "bash"], "mlprobe", None),
 ]
 

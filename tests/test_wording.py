@@ -91,3 +91,10 @@ def test_a_report_says_why_verify_has_no_results() -> None:
 def test_doctor_with_a_missing_python_does_not_speak_of_verify() -> None:
     cp = mlprobe("doctor", "--python", "/nonexistent/python")
     assert cp.returncode == 2 and "E601" in cp.stderr and "verify" not in cp.stderr, cp.stderr
+
+
+def test_a_reports_frameworks_row_says_whose_python_it_is() -> None:
+    out = mlprobe("report", "--replay", str(FIXTURES / "linux-nvidia-h200-mlprobe-capture"), "--format",
+                  "markdown").stdout
+    rows = [ln for ln in out.splitlines() if "**Frameworks" in ln]
+    assert rows and all(re.match(r"\| \*\*Frameworks \(/[^)]*python[^)]*\)\*\* \|", ln) for ln in rows), rows

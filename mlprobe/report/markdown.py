@@ -288,9 +288,17 @@ def summary_rows(report: ReportEnvelope) -> List[Tuple[str, str]]:
         rows.append((f"GPU {i}" if len(scan.gpus) > 1 else "GPU", gpu_line(g)))
     for u in scan.usb_accelerators:
         rows.append(("USB accelerator", f"{u.name or ''} [{u.vendor_id}:{u.product_id}]"))
-    for label, line in (("Runtimes", runtimes_line(scan)), ("Frameworks", frameworks_line(scan))):
+    # the scan's frameworks are those of the Python mlprobe scanned; verify's (--python) may be
+    # another interpreter's: each row says whose it is, never one row for both
+    verified = report.verify.result if report.verify is not None else None
+    scanned_py = scan.python.executable
+    fw_label = f"Frameworks ({scanned_py})" if scanned_py else "Frameworks"
+    for label, line in (("Runtimes", runtimes_line(scan)), (fw_label, frameworks_line(scan))):
         if line:
             rows.append((label, line))
+    if verified is not None and verified.python.executable and verified.python.executable != scanned_py:
+        shown = [f"{f.name} {f.version or ''}".strip() for f in verified.frameworks if f.status != "not installed"]
+        rows.append((f"Frameworks ({verified.python.executable}, verified)", ", ".join(shown) or "none installed"))
     picks = plan_picks(report.plan.plan)
     for fw, pick in picks:
         rows.append((f"Plan: {fw}", pick))
