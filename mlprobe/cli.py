@@ -7,6 +7,7 @@ sets `func(args) -> int`. Command modules import their heavy parts inside `func`
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
@@ -38,9 +39,45 @@ class UsageError(Exception):
 def _parser_class() -> "type[argparse.ArgumentParser]":
     import argparse
 
+    class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+        """argparse's help no wider than 100 columns (the terminal's width where narrower); a
+        description or epilog keeps its own line breaks and indentation, and a line of it that is
+        too long is wrapped with its continuation indented (a command in backquotes kept whole)."""
+
+        def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                     width: "int | None" = None) -> None:
+            import shutil
+
+            width = min(100, shutil.get_terminal_size((100, 24)).columns) - 2 if width is None else width
+            super().__init__(prog, indent_increment, max_help_position, width)
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            from .width import wrap_plain
+
+            return "\n".join(out for line in text.splitlines() for out in wrap_plain(indent + line, width))
+
     class Parser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["formatter_class"] = HelpFormatter  # every command's help keeps the same width
+            super().__init__(*args, **kwargs)
+
         def error(self, message: str) -> "NoReturn":
-            raise UsageError(message, self.format_usage())
+            raise UsageError(self._in_words(message), self.format_usage())
+
+        def _in_words(self, message: str) -> str:
+            """argparse names a positional argument by its variable ("argument which"): name it as
+            its usage line shows it (SCHEMA, SHELL), with its choices."""
+            for action in self._actions:
+                if action.option_strings or action.dest in ("command", argparse.SUPPRESS):
+                    continue
+                shown = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+                # an invalid choice already lists the choices: the name adds nothing
+                message = re.sub(rf"\bargument {re.escape(action.dest)}: ",
+                                 "" if action.choices else f"{shown}: ", message)
+                if action.choices:
+                    shown += " (one of: " + ", ".join(str(c) for c in action.choices) + ")"
+                message = re.sub(rf"(required: (?:[^,]+, )*){re.escape(action.dest)}\b", rf"\g<1>{shown}", message)
+            return message
 
     return Parser
 
@@ -67,7 +104,7 @@ def build_parser(only: Optional[str] = None) -> "argparse.ArgumentParser":
         prog="mlprobe",
         description="Which deep-learning stack can really use this hardware, how to get it, "
         "and does it actually go faster?",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_CODES_HELP,
     )
     parser.add_argument("-V", "--version", action="version", version=f"mlprobe {__version__}")
     _add_verbosity(parser, 1)
@@ -79,7 +116,22 @@ def build_parser(only: Optional[str] = None) -> "argparse.ArgumentParser":
         importlib.import_module(modname).register(sub)
     for p in sub.choices.values():  # `mlprobe -q scan` and `mlprobe scan -q` both work
         _add_verbosity(p, argparse.SUPPRESS)
+    _describe(sub)
     return parser
+
+
+def _describe(sub: Any) -> None:
+    """Every command (and sub-command) has a description: its one-line help where it has no longer
+    one, so `mlprobe X --help` always says what X does."""
+    for choice in getattr(sub, "_choices_actions", []):
+        p = sub.choices.get(choice.dest)
+        if p is None:
+            continue
+        if not p.description and choice.help:
+            p.description = choice.help[:1].upper() + choice.help[1:] + "."
+        for action in p._actions:
+            if action.__class__.__name__ == "_SubParsersAction":
+                _describe(action)
 
 
 def _add_verbosity(p: "argparse.ArgumentParser", default: object) -> None:
@@ -214,7 +266,7 @@ def _main(argv: List[str]) -> int:
 
             raise advice(narrow) from None
     except MlprobeError as exc:
-        _say(ui.safe(exc.render()))
+        _say(ui.error_text(exc.render()))
         _json_error(argv, exc.ref, exc.what, exc.why, exc.next_step, exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -239,6 +291,6 @@ def _main(argv: List[str]) -> int:
             next_step="check that the path exists, that you may read or write it, and that the disk has room",
             ref="E001",
         )
-        _say(ui.safe(err.render()))
+        _say(ui.error_text(err.render()))
         _json_error(argv, err.ref, err.what, err.why, err.next_step, err.exit_code)
         return err.exit_code

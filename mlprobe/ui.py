@@ -45,19 +45,37 @@ def debug(text: str) -> None:
         print(safe(text), file=sys.stderr)
 
 
-# Width of output that is not a terminal: no wrapping, so a command stays one copyable line.
-UNWRAPPED_WIDTH = 10_000
+# Width of output that is not a terminal (a pipe, a file, a log): wide enough for a table, narrow
+# enough to read. A printed command, URL or path is never broken, so it may run past it.
+PIPE_WIDTH = 100
 
 
 def console(file: Any = None, stderr: bool = False, **kwargs: Any) -> Any:
-    """A rich Console: on a terminal, its width; piped or redirected, lines are never wrapped at 80
-    columns (a command in the output stays one line that can be copied)."""
-    from rich.console import Console
+    """A rich Console that keeps mlprobe's width contract: on a terminal its width, piped or
+    redirected PIPE_WIDTH columns; prose is wrapped with its continuation indented, a printed command
+    (`$ …`) or a backquoted one is never broken, a table too wide for the width is shown as one block
+    per row, and nothing is coloured that mlprobe did not style (rich's highlighter is off)."""
+    from .width import WidthConsole
 
-    con = Console(file=file, stderr=stderr, **kwargs)
-    if not con.is_terminal:
-        con = Console(file=file, stderr=stderr, width=UNWRAPPED_WIDTH, soft_wrap=True, **kwargs)
+    kwargs.setdefault("highlight", False)
+    con = WidthConsole(file=file, stderr=stderr, **kwargs)
+    if not con.is_terminal and "width" not in kwargs:
+        con = WidthConsole(file=file, stderr=stderr, width=PIPE_WIDTH, **kwargs)
     return con
+
+
+def output_width(stream: Any = None) -> int:
+    """The width plain text written to `stream` (stdout by default) is wrapped at."""
+    import shutil
+
+    s = stream if stream is not None else sys.stdout
+    try:
+        tty = s.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return PIPE_WIDTH
+    return max(20, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
 
 
 def stderr_is_terminal() -> bool:
@@ -65,6 +83,27 @@ def stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def error_text(rendered: str) -> str:
+    """An error's lines (`error [Exxx]:`, `why:`, `next:`) as stderr shows them: control characters
+    escaped; on a terminal wrapped at its width with continuations indented (commands kept whole);
+    piped or redirected, each part stays one line, as a log reader or a script that greps expects."""
+    text = safe(rendered)
+    if not stderr_is_terminal():
+        return text
+    from .width import wrap_text_block
+
+    return wrap_text_block(text, output_width(sys.stderr))
+
+
+def say_error(rendered: str) -> None:
+    """An error on stderr (also with --quiet), as `error_text` shows it."""
+    try:
+        sys.stderr.write(error_text(rendered) + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def progress_enabled() -> bool:
@@ -274,3 +313,10 @@ def progress(label: str, detail: Optional[Callable[[], str]] = None) -> Iterator
             out.flush()
         except (OSError, ValueError):
             pass
+
+
+def count(n: Optional[int], word: str) -> str:
+    """`1 core`, `2 cores`, `cores unknown`."""
+    if n is None:
+        return f"{word}s unknown"
+    return f"{n} {word}" + ("" if n == 1 else "s")

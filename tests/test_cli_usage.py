@@ -131,10 +131,13 @@ def test_shell_completion_scripts() -> None:
 
 
 def _readme_samples() -> List[Tuple[str, str]]:
-    """(command, the output the README shows for it) for every ``` block that starts with `$ mlprobe`."""
+    """(command, the output the README or a page of docs/ shows for it) for every ``` block that
+    starts with `$ mlprobe`."""
     import re
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages = ["README.md"] + [f"docs/{name}.md" for name in ("scan", "plan", "install", "bundle", "verify", "doctor",
+                                                              "report", "fleet", "output")]
+    text = "\n".join((ROOT / p).read_text(encoding="utf-8") for p in pages)
     out = []
     for block in re.findall(r"(?m)^```[a-z]*\n(.*?)^```", text, re.S):
         lines = block.rstrip("\n").split("\n")
@@ -170,9 +173,9 @@ def test_piped_output_is_not_wrapped() -> None:
 def test_replayed_scan_does_not_speak_of_this_python_and_counts_right(tmp_path: Path) -> None:
     rc, out, _ = run("scan", "--replay", FIXTURES / "linux-nogpu-amd-epyc-zen5-mlprobe-capture")
     assert rc == 0 and "this Python" not in out and "the captured Python" in out
-    from mlprobe.render.terminal import count
+    from mlprobe.ui import count
 
-    assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "? cores"
+    assert count(1, "core") == "1 core" and count(2, "core") == "2 cores" and count(None, "core") == "cores unknown"
 
 
 @pytest.mark.parametrize("command", ["verify", "report"])

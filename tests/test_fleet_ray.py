@@ -242,4 +242,7 @@ def test_without_ray_installed(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     assert main(["fleet", "scan", "--address", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
-    assert "E903" in err and "mlprobe[ray]" in err
+    # this mlprobe runs from a checkout: the advice installs the extra from that checkout, not from
+    # an index (where `mlprobe[ray]` would fetch another mlprobe, or nothing)
+    root = Path(__file__).resolve().parent.parent
+    assert "E903" in err and f"python -m pip install -e '{root}[ray]'" in err, err

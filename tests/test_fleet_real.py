@@ -34,4 +34,4 @@ def test_fleet_show_prints_it() -> None:
                           text=True, timeout=120, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "NVIDIA H200" in proc.stdout and "192.0.2.2" in proc.stdout and "jax-cuda13" in proc.stdout
-    assert "1 node(s) (ok 1)" in proc.stdout
+    assert "1 node (ok 1)" in proc.stdout

@@ -340,7 +340,7 @@ def _interrupt_during_download(work: Path, wheels: Path, venv: Path, target: str
     with LocalIndex(wheels, cfg, max_requests=500, lifetime_s=180) as idx:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mlprobe", "install", "--recipe-file", str(recipe(work, ["big-app"])),
-             "--index-url", idx.url, "--apply", "--venv", str(venv), *extra],
+             "--index-url", idx.url, "--apply", "--venv", str(venv), "-v", *extra],
             cwd=work / "cwd", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(work))
         try:
             assert idx.slow_started.wait(120), "the slow download never started"
@@ -449,7 +449,7 @@ needs_uv = pytest.mark.skipif(UV_DIR is None, reason="uv is not installed")
 def test_uv_installs_and_rolls_back(work: Path, index: LocalIndex) -> None:
     venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
     cp = cli(work, "--recipe-file", str(recipe(work, ["broken-app"])), "--index-url", index.url,
-             "--apply", "--venv", str(venv), "--installer", "uv", uv_on_path=True)
+             "--apply", "--venv", str(venv), "--installer", "uv", "-v", uv_on_path=True)
     assert cp.returncode == 1, cp.stderr
     assert "installing with uv" in cp.stderr and "[E505]" in cp.stderr
     assert_unchanged(venv, py, freeze, tree)

@@ -111,7 +111,8 @@ p.close()
 @pytest.mark.parametrize("tty,level,shown", [
     (True, 1, ["installing with pip: demo-app (1 s)", "(2 s) Collecting demo-app", "done installed with pip"]),
     (True, 0, []),
-    (False, 1, ["... installing with pip: demo-app", "done installed with pip"]),
+    (False, 2, ["... installing with pip: demo-app", "done installed with pip"]),
+    (False, 1, []),  # a stderr that is a file or a pipe gets no progress (only with --verbose)
     (False, 0, []),
 ])
 def test_install_progress_counts_while_pip_is_quiet(tty: bool, level: int, shown: List[str]) -> None:
@@ -157,6 +158,10 @@ def test_a_real_install_shows_its_steps_on_a_terminal(tmp_path: Path) -> None:
         assert "installing with pip" in plain and " s)" in plain, plain[-3000:]
         rc, out, err_piped = run([*argv[:-1], str(tmp_path / "env2")], env, tty=False, timeout=240)
         assert rc == 0, err_piped[-3000:]
+        assert err_piped == b"", err_piped  # a stderr that is not a terminal gets no progress
+        rc, out, err_piped = run([*MLPROBE, "-v", *argv[3:-1], str(tmp_path / "env3")],
+                                 env, tty=False, timeout=240)
+        assert rc == 0, err_piped[-3000:]
         assert b"\x1b" not in err_piped and b"\r" not in err_piped, err_piped
-        assert b"done " in err_piped
+        assert b"done " in err_piped  # with --verbose, one line per step
 

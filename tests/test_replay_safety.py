@@ -300,7 +300,7 @@ def test_a_report_version_that_is_a_string_is_refused_naming_it(tmp_path: Path, 
 
 @pytest.mark.parametrize("version", [1.5, None])
 def test_a_minor_or_missing_report_version_is_read_as_version_1(tmp_path: Path, version: Any) -> None:
-    """Documented acceptance (README, Report and diff): 1.5 is major version 1 with additions this
+    """Documented acceptance (docs/report.md): 1.5 is major version 1 with additions this
     mlprobe ignores; a document without report_version (a hand-made one) is read as version 1."""
     doc = report_doc()
     if version is None:

@@ -285,7 +285,7 @@ def test_median_stable_needs_enough_repeats_and_a_still_median() -> None:
     assert P.median_stable(cfg, [100.0, 101.0, 99.0, 100.5])
     assert not P.median_stable(cfg, [100.0, 150.0, 60.0, 200.0])  # one more repeat still moves it
     assert P.spread([100.0, 100.0, 100.0]) == 0.0
-    assert P.spread([90.0, 100.0, 110.0]) == pytest.approx(0.1)
+    assert P.spread([90.0, 100.0, 110.0]) == pytest.approx(0.2)  # (fastest - slowest) / median
     assert P.spread([]) is None
 
 

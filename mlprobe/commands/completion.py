@@ -33,5 +33,27 @@ def run(args: argparse.Namespace) -> int:
         raise MlprobeError("shell completion needs the shtab package", why="it is not installed here",
                            next_step="python -m pip install shtab", ref="E003",
                            exit_code=EXIT_UNAVAILABLE) from None
-    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    parser = build_parser()
+    _complete_recipe_ids(parser)
+    sys.stdout.write(shtab.complete(parser, shell=args.shell))
     return 0
+
+
+# options that take a recipe id: the script offers the ids and aliases of every recipe
+RECIPE_OPTIONS = ("--recipe", "--why-not")
+
+
+def _complete_recipe_ids(parser: argparse.ArgumentParser) -> None:
+    """Give the recipe options of this parser (built for the script alone) the recipe ids as their
+    choices, which shtab writes into the script as the words to complete."""
+    from ..recipes import load_recipes
+
+    ids = sorted({r.id for r in load_recipes()} | {a for r in load_recipes() for a in r.aliases})
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            if any(o in RECIPE_OPTIONS for o in action.option_strings):
+                action.choices = ids
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())

@@ -38,6 +38,7 @@ def _say_overrides_are_not_applied() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import ui
     from ..pipeline import diff_side
     from ..report.diff import DiffInputError, diff_document, diff_sides, render_table
 
@@ -60,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(diff_document(a, b, diffs))
     else:
-        sys.stdout.write(render_table(a, b, diffs))
+        sys.stdout.write(render_table(a, b, diffs, ui.output_width()))
     return EXIT_FAILURE if diffs else EXIT_OK  # like diff(1): 1 when the machines differ

@@ -20,9 +20,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "variables, the library path and the OpenCL loader. Exit 0 when nothing blocks, 1 when "
                     "something does.")
     add_replay(p)
-    p.add_argument("--python", metavar="PY",
-                   help="ask the frameworks of this interpreter (e.g. a venv's bin/python) what they see, "
-                        "instead of mlprobe's own")
+    p.add_argument("--python", metavar="PATH",
+                   help="the path of an interpreter (e.g. a venv's bin/python) whose frameworks are asked "
+                        "what they see, instead of mlprobe's own")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object (`mlprobe schema doctor`)")
     p.set_defaults(func=run)
 

@@ -60,9 +60,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--recipe-file", metavar="FILE", type=Path,
                    help="a recipe as JSON (one entry of `mlprobe plan --json`'s recommended list, or a whole "
                         "plan); skips the scan")
-    p.add_argument("--python", metavar="X.Y",
-                   help="the Python version of the new environment (pythonX.Y on PATH, or a pyenv install), "
-                        "or the path of an interpreter")
+    p.add_argument("--python", metavar="X.Y|PATH",
+                   help="a version X.Y (pythonX.Y on PATH, or a pyenv install) or the path of an interpreter: "
+                        "the Python the new environment is made with")
     p.add_argument("--from-lock", metavar="FILE", type=Path,
                    help="install exactly the files of a pylock.toml (from `install --apply` or `mlprobe bundle`), "
                         "their sha256 checked; the stack it was made for is set up and verified")
@@ -384,7 +384,12 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
             print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict(),
                         **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
+            from .. import ui
+
             out.render_preflight(pre)
+            # an error is an error with or without --apply: on stderr, in the same words
+            for problem in pre.problems:
+                ui.say_error(problem.render())
         return EXIT_OK if pre.ok else exit_status(pre.problems[0].kind)
     if not args.json:
         out.render_preflight(pre, applying=True)

@@ -22,11 +22,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_replay(p)
     p.add_argument(
         "--framework",
-        choices=vocabulary().plan_frameworks() + ("any",),
+        choices=("any",) + vocabulary().plan_frameworks(),
         default="any",
         help="plan for one framework (default: any)",
     )
-    p.add_argument("--python", metavar="X.Y", help="plan for this Python version instead of the scanned one")
+    p.add_argument("--python", metavar="X.Y", help="a version X.Y (never an interpreter): plan for that Python version "
+                                                  "instead of the scanned one")
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument(
         "--why-not", metavar="RECIPE", help="explain one recipe (id or alias, e.g. torch-rocm, neon)"

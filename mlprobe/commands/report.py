@@ -31,7 +31,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     )
     p.add_argument("--verify", action="store_true", help="also run verify and include its verdicts")
     p.add_argument("--python", metavar="PATH",
-                   help="verify the frameworks of this interpreter (e.g. a venv's bin/python that "
+                   help="the path of an interpreter: verify the frameworks of this interpreter (e.g. a venv's bin/python that "
                         "`mlprobe install` made) and include the verdicts; implies --verify")
     p.add_argument(
         "--include-raw",

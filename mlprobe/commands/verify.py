@@ -24,7 +24,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         "PlaidML id such as llvm_cpu.0 (default: every usable device; the CPU always runs "
                         "as the baseline)")
     p.add_argument("--python", metavar="PATH",
-                   help="interpreter whose frameworks to verify (default: the one running mlprobe)")
+                   help="the path of an interpreter whose frameworks to verify (default: the one running "
+                        "mlprobe)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--quick", action="store_true", help="fewer speed repeats and a shorter learning budget")
     p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",

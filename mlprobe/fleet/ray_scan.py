@@ -31,12 +31,15 @@ POLL_S = 0.5
 
 
 def import_ray(for_merge: bool = False) -> Any:
+    from ..origin import extra_install_command
+
     try:
         import ray
     except ImportError as exc:
         raise StageError(
             "Ray is not installed in this Python", why=str(exc),
-            next_step="install the extra: python -m pip install 'mlprobe[ray]' (on every node), or "
+            next_step=f"install the extra the way this mlprobe was installed: {extra_install_command('ray')} "
+                      "(on every node, with its own copy of mlprobe), or "
                       + ("merge on this machine alone: leave out --ray" if for_merge else
                          "gather `mlprobe report` files another way and use `mlprobe fleet merge`"),
             ref="E903", kind="usage") from None

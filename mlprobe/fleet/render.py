@@ -52,10 +52,10 @@ def show_fleet(fleet: FleetDocument, console: Any = None, all_rows: bool = False
     s = fleet.summary
     src = fleet.source
     where = f"Ray cluster {src.address or ''}".strip() if src.kind == "ray" else \
-        f"{s.nodes if src.files is None else src.files} report file(s)"
+        ui.count(s.nodes if src.files is None else src.files, "report file")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(s.by_status.items()))
-    con.print(f"[bold]mlprobe fleet[/bold] of {where}: {s.nodes} node(s) ({statuses or 'none'}), "
-              f"{s.groups} group(s), {s.drift_nodes} node(s) drifted")
+    con.print(f"[bold]mlprobe fleet[/bold] of {where}: {ui.count(s.nodes, 'node')} ({statuses or 'none'}), "
+              f"{ui.count(s.groups, 'group')}, {ui.count(s.drift_nodes, 'node')} drifted")
 
     groups = Table(title="Groups (same hardware)", title_justify="left")
     for col in ("group", "nodes", "hardware", "software (majority)", "plan", "drift", "installed builds"):

@@ -204,7 +204,9 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 keep.lift_pins(env.path, txn, transcript)
             if pre.resolution is not None and pre.resolution.ok:
                 txn.protect_dists(installed_names(pre.resolution.dists))
-            progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}")
+            progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}" if pre.packages else
+                          f"installing the files of the lock with {backend.name}" if plan.lock_file else
+                          f"installing with {backend.name}")
             argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
             if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
                 raise StageError("internal error: the install command does not name the venv's python",
@@ -492,17 +494,11 @@ def _install_shim(shim: str, info: Interpreter, txn: Transaction, transcript: Tr
 
 
 def _write_config(f: Dict[str, str], env: TargetEnv, txn: Transaction, transcript: Transcript) -> Optional[str]:
-    raw = f["path"]
-    if env.path is None:
-        transcript.note(f"config file {raw} not written (no venv); its content is in the plan")
-        return None
-    path = Path(raw.replace("{venv}", str(env.path))).expanduser()
-    if not path.is_absolute():
-        path = env.path / path
-    try:
-        path.resolve().relative_to(env.path.resolve())
-    except ValueError:
-        transcript.note(f"config file {path} is outside the venv: not written (shown in the plan)")
+    from .preflight import config_file_target
+
+    path, why_not = config_file_target(f["path"], env.path)
+    if path is None:
+        transcript.note(f"config file {f['path']} not written: {why_not}; its content is in the plan")
         return None
     txn.protect_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -138,6 +138,21 @@ def _target_of(info: Interpreter) -> Target:
 
 # ---------------------------------------------------------------- pre-flight ---------------
 
+def config_file_target(raw: str, venv: Optional[Path]) -> Tuple[Optional[Path], str]:
+    """Where --apply writes a recipe's file, or (None, why it does not): only inside the target
+    environment, never into the home folder or elsewhere on the machine."""
+    if venv is None:
+        return None, "there is no venv to hold it"
+    path = Path(raw.replace("{venv}", str(venv))).expanduser()
+    if not path.is_absolute():
+        path = venv / path
+    try:
+        path.resolve().relative_to(venv.resolve())
+    except ValueError:
+        return None, "it is outside the venv, and mlprobe writes nothing outside it"
+    return path, ""
+
+
 def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
                packages: List[str]) -> List[Step]:
     steps: List[Step] = []
@@ -178,11 +193,17 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
                                   "(_mlprobe_startup.pth; MLPROBE_HOOK=0 turns it off), its activate scripts"
                                   " and its Jupyter kernel spec (when it has ipykernel)"))
     for f in plan.config_files:
-        steps.append(Step("file", f"write {f['path']}", f["content"][:200]))
+        path, why_not = config_file_target(f["path"], env.path)
+        if path is not None:
+            steps.append(Step("file", f"write {path}", f["content"][:200]))
+        else:
+            # what --apply really does: a file outside the environment is never written (the
+            # settings above carry the same choice); the content is shown for whoever wants it
+            carried = "; the settings above carry the same choice" if plan.env else ""
+            steps.append(Step("file", f"{f['path']} is not written ({why_not}){carried}; its content, to "
+                              "write it yourself:", f["content"][:200]))
     for imp in plan.imports:
         steps.append(Step("check", f"import {imp} in the environment (a failure rolls the install back)"))
-    for c in plan.commands:
-        steps.append(Step("note", "the recipe's own command (shown, not run)", mask_credentials(c)))
     fw = _verify_framework(plan)
     if fw and plan.device and plan.device.lower() != "cpu" and env.mode != "replay":
         steps.append(Step("check", f"{fw}'s own device list, in the environment activate gives, must hold "

@@ -46,8 +46,8 @@ class DeviceResult(Contract):
     listed_devices: Optional[Tuple[str, ...]] = field(default=None, metadata=OPTIONAL_KEY)
     likely_cause: Optional[str] = field(default=None, metadata=OPTIONAL_KEY)
     diagnosis: Record = field(default=None, metadata=OPTIONAL_KEY)
-    # the relative spread of the timed repeats behind speed.images_per_s (median absolute deviation
-    # over the median: 0.01 = 1 %), where the speed stage measured one
+    # what varies between the timed repeats behind speed.images_per_s ((fastest - slowest) / median:
+    # 0.01 = 1 %; results of older versions: median absolute deviation / median), where measured
     speed_spread: Optional[float] = field(default=None, metadata=OPTIONAL_KEY)
 
 

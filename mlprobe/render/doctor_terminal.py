@@ -8,11 +8,12 @@ from typing import Any, List, Optional, TextIO
 
 from ..model.doctor import DoctorResult
 
+_WHOLE = "\0"  # marks a line that is printed whole (not wrapped)
 _MARK = {"blocking": "BLOCKING", "warning": "WARNING ", "info": "info    "}
 
 
 def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[TextIO] = None) -> None:
-    from ..ui import safe_line
+    from ..ui import output_width
 
     stream: Any = out or sys.stdout
     lines: List[str] = []
@@ -26,7 +27,8 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
         for e in f.evidence:
             lines.append(f"    evidence ({e.capture}): {e.line}" + (f"  ({e.note})" if e.note else ""))
         for i, fix in enumerate(f.fix):
-            lines.append(("    fix: " if i == 0 else "         ") + fix)
+            # a fix is a command or the exact change to make: copied as it is, never wrapped
+            lines.append(_WHOLE + ("    fix: " if i == 0 else "         ") + fix)
         if verbose or f.severity == "blocking":
             lines.append(f"    source: {f.source}")
         lines.append("")
@@ -36,6 +38,10 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
             shown = ", ".join(fw.devices) or "no device"
             lines.append(f"    {fw.name} {fw.version or ''}: {shown}" + (f"; error: {fw.error}" if fw.error else ""))
         lines.append("")
+    elif result.enumeration and result.enumeration.startswith(("asked ", "replayed ")):
+        # they were asked: none of the frameworks doctor checks is installed there
+        lines.append(f"No framework answered: none of torch, TensorFlow, JAX or PlaidML is installed there "
+                     f"({result.enumeration})")
     elif result.enumeration:
         lines.append(f"The frameworks were not asked: {result.enumeration}")
         lines.append("")
@@ -64,4 +70,14 @@ def render_doctor(result: DoctorResult, verbose: bool = False, out: Optional[Tex
     lines.append(f"{result.summary}")
     lines.append(f"({checked} of {len(result.rules)} checks decided"
                  + (f"; {len(unknown)} lacked a capture, -v lists them" if unknown and not verbose else "") + ")")
-    stream.write("\n".join(safe_line(line) for line in lines) + "\n")
+    width = output_width(stream)
+    stream.write("\n".join(_shown(line, width) for line in lines) + "\n")
+
+
+def _shown(line: str, width: int) -> str:
+    from ..ui import safe_line
+    from ..width import wrap_plain
+
+    if line.startswith(_WHOLE):
+        return safe_line(line[len(_WHOLE):])
+    return "\n".join(wrap_plain(safe_line(line), width))

@@ -16,9 +16,9 @@ from .terminal import human_bytes
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
+    from ..ui import console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return console(stderr=stderr)
 
 
 def ui_safe(text: str) -> str:
@@ -72,8 +72,19 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
     for i, s in enumerate(pre.steps, 1):
         con.print(f"  {i}. {_esc(s.text)}")
         if s.command:
-            con.print(f"       [cyan]$ {_esc(s.command)}[/cyan]" if s.kind in ("venv", "install", "env")
-                      else f"       [dim]{_esc(s.command)}[/dim]")
+            if s.kind in ("venv", "install", "env"):
+                con.print(f"       [cyan]$ {_esc(s.command)}[/cyan]")
+            else:  # a file's content, as it is (never wrapped)
+                for line in s.command.rstrip("\n").split("\n"):
+                    con.print(f"       [dim]{_esc(line)}[/dim]", soft_wrap=True)
+    if plan.commands:
+        from ..urls import mask_credentials
+
+        con.print("[bold]By hand[/bold] (the plan's commands for doing this without mlprobe; "
+                  + ("--apply carries out the steps above instead, not these)" if not applying
+                     else "not run: the steps above are what --apply does)"))
+        for cmd in plan.commands:
+            con.print(f"  [dim]$ {_esc(mask_credentials(cmd))}[/dim]")
     if pre.checks:
         con.print("[bold]Index checks[/bold]")
         for c in pre.checks:
@@ -87,7 +98,8 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
         if res.skipped:
             con.print(f"[bold]Resolution[/bold] not tried: {_esc(res.skipped)}")
         elif res.ok:
-            t = Table(title="Resolution (pip install --dry-run: these would land; nothing was installed)",
+            t = Table(title="Resolution (pip install --dry-run: these will land)" if applying else
+                      "Resolution (pip install --dry-run: these would land; nothing was installed)",
                       title_justify="left")
             for col in ("distribution", "version", "size", "from"):
                 t.add_column(col, justify="right" if col == "size" else "left")
@@ -104,12 +116,7 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
         con.print(f"[cyan]note:[/cyan] {_esc(n)}")
     for w in plan.warnings:
         con.print(f"[yellow]warning:[/yellow] {_esc(w)}")
-    for p in ([] if applying else pre.problems):  # with --apply the first one is raised as the error
-        con.print(f"[red]problem [{p.ref}]:[/red] {_esc(p.what)}")
-        if p.why:
-            con.print(f"  why: {_esc(p.why)}")
-        if p.next_step:
-            con.print(f"  next: {_esc(p.next_step)}")
+    # the problems are errors: the command writes them on stderr (with --apply the first is raised)
     if not applying and pre.ok and env.mode != "replay":
         con.print("[dim]next: the same command with --apply installs it "
                   "(into a new venv unless you pass --venv PATH or --system)[/dim]")
@@ -118,15 +125,17 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
 class ApplyProgress(Progress):
     """A rich status line on stderr: the current step and the installer's latest output line, with the
     seconds it has taken. Only on a terminal; piped or redirected, a plain line per step ("... step",
-    "done …": a log, no animation); --quiet says nothing."""
+    "done …": no animation) with --verbose only; --quiet says nothing."""
 
     def __init__(self, enabled: bool = True) -> None:
         from .. import ui
 
         self.con = _console(stderr=True)
-        self.enabled = enabled and not ui.quiet()
-        # A real terminal (FORCE_COLOR makes rich call a pipe a terminal: no animation there).
-        self.live = self.enabled and ui.progress_enabled()
+        # A real terminal (FORCE_COLOR makes rich call a pipe a terminal: no animation there); a
+        # stderr that is a file or a pipe gets the steps as lines only with --verbose (a log gets
+        # the result and the errors, not the progress); --quiet says nothing.
+        self.live = enabled and ui.progress_enabled()
+        self.enabled = self.live or (enabled and ui.verbose())
         self._status: Any = None
         self._step = ""
         self._t0 = time.perf_counter()

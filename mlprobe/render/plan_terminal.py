@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Table
 
 _STATUS_STYLE = {
@@ -31,12 +30,17 @@ def _status(s: str) -> str:
 
 def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
     """`GPUs: torch-cuda uses 4 of 4 (cuda:0…cuda:3): ...` per framework with a GPU recipe."""
+    seen = set()
     for u in uses:
+        key = (u.get("recipe"), u.get("how"), tuple(u.get("visible") or []))
+        if key in seen:  # two frameworks planned onto one recipe (keras -> tensorflow-cuda): said once
+            continue
+        seen.add(key)
         n, total = len(u.get("visible") or []), u.get("gpus") or 0
-        which = f"{n} of {total}" if n != total else f"all {total}" if total > 1 else str(total)
+        which = f"{n} of {total}" if n != total else f"all {total}" if total > 1 else "the GPU"
         con.print(f"[bold]GPUs:[/bold] {u.get('recipe')} uses {which}"
                   + (f" (nvidia-smi/rocm GPU {', '.join(str(i) for i in u['visible'])})" if n != total and n else "")
-                  + f": {u.get('how')}")
+                  + f"; {u.get('how')}")
         for note in u.get("notes") or []:
             con.print(f"    [yellow]![/yellow] {note}")
 
@@ -115,20 +119,12 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
             f"--device {verify.get('device')}[/dim]"
         )
-        if i <= 2:
-            con.print(
-                Panel(
-                    "\n".join(lines),
-                    title=head,
-                    title_align="left",
-                    border_style="green" if i == 1 else "blue",
-                    expand=con.is_terminal,
-                )
-            )
-        else:
-            con.print(head)
-            for ln in lines:
-                con.print("    " + ln)
+        # every recipe drawn alike, with no box: a box breaks a command that is wider than it
+        # and cuts its title at the width; the first recommendation stands out by its colour
+        con.print(head.replace("[bold]", "[bold green]" if i == 1 else "[bold]", 1)
+                  .replace("[/bold]", "[/bold green]" if i == 1 else "[/bold]", 1))
+        for ln in lines:
+            con.print("    " + ln)
 
     live = [r for r in plan["rejected"] if r["status"] != "retired"]
     if live:
@@ -143,11 +139,10 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         con.print(tab)
     for r in plan.get("retired", []):
         if r.get("relevant"):
-            con.print(
-                f"[dim]retired:[/dim] [bold]{r['recipe']}[/bold] {r['title']}: "
-                f"{r['summary'] or ''}"
-            )
-            con.print(f"    [bold]today:[/bold] {r['successor'] or ''}")
+            # one line: what replaced it; the history is `--why-not ID`'s
+            today = (r.get("successor") or "").split(". ")[0].split(" [")[0].rstrip(".")
+            con.print(f"[dim]retired:[/dim] [bold]{r['recipe']}[/bold] ({r['title']}); today: {today} "
+                      f"[dim](`mlprobe plan --why-not {r['recipe']}`)[/dim]")
     others = [r["recipe"] for r in plan.get("retired", []) if not r.get("relevant")]
     if others:
         con.print(f"[dim]also retired (mlprobe plan --why-not ID): {', '.join(others)}[/dim]")

@@ -6,6 +6,7 @@ from typing import Any, Dict, Optional
 
 from ..model.facts import Facts
 from ..model.hw.cpu import ML_FLAGS
+from ..ui import count
 
 
 def human_bytes(n: Optional[int]) -> str:
@@ -22,13 +23,6 @@ def human_bytes(n: Optional[int]) -> str:
 SOURCE_NAMES = {"nvidia": "nvidia-smi", "pci": "lspci", "rocm": "rocminfo", "opencl": "OpenCL",
                 "windows": "Windows", "apple": "system_profiler", "intel": "sysfs", "collect_env": "collect_env",
                 "sycl-ls": "sycl-ls", "xpu-smi": "xpu-smi"}
-
-
-def count(n: Optional[int], word: str) -> str:
-    """`1 core`, `2 cores`, `? cores`."""
-    if n is None:
-        return f"? {word}s"
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def placement(g: Any) -> str:
@@ -123,11 +117,11 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     if rt.cuda and (rt.cuda.version or rt.cuda.driver_version):
         parts.append(f"CUDA {rt.cuda.version or '?'} (driver {rt.cuda.driver_version or '?'})")
     if rt.rocm:
-        parts.append(f"ROCm {rt.rocm.version or '?'}")
+        parts.append(f"ROCm {rt.rocm.version}" if rt.rocm.version else "ROCm (version not known)")
     if rt.opencl:
         plats = rt.opencl.platforms
         devs = sum(len(p.devices) for p in plats)
-        parts.append(f"OpenCL: {len(plats)} platform(s), {devs} device(s) ("
+        parts.append(f"OpenCL: {count(len(plats), 'platform')}, {count(devs, 'device')} ("
                      + ", ".join(sorted({str(p.name) for p in plats})) + ")")
     if rt.metal:
         parts.append(f"Metal {rt.metal.support or ''}".strip())

@@ -83,8 +83,11 @@ def _stage_line(stage: str, d: Dict[str, Any]) -> str:
         return f"learning {ok}: {100 * (acc or 0):.0f}% in {d.get('steps')} steps, {_busy_s(d):.2f} s{_paused(d)}"
     if stage == "speed":
         spread = d.get("spread")
-        tail = f" (median of {d.get('repeats')}, spread {100 * spread:.1f}%)" if isinstance(spread, (int, float)) else ""
-        return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}"
+        tail = f" (median of {d.get('repeats')}, {100 * spread:.1f}% between the fastest and slowest repeat)" \
+            if isinstance(spread, (int, float)) else ""
+        load = d.get("machine_load") or {}
+        busy = f"; the machine was busy: {load.get('why')}" if isinstance(load, dict) and load.get("busy") else ""
+        return f"speed {fmt_ips(d.get('images_per_s'))} images/s{tail}{busy}"
     return stage
 
 
@@ -132,7 +135,9 @@ def rows(doc: Dict[str, Any]) -> List[List[str]]:
                 vs += f" ({fmt_ratio(ratio)} own CPU)"
         if r.get("kind") == "cpu" and best and abs(best - 1.0) > 0.05:
             vs = f"{fmt_ratio(best)} best CPU"
-        device = str(r.get("device")) + (f" ({r['name']})" if r.get("name") and r.get("name") != r.get("device") else "")
+        name = r.get("name") if r.get("name") and r.get("name") != r.get("device") else None
+        # a name with its own brackets ("CPU (2 threads)") follows a comma, not more brackets
+        device = str(r.get("device")) + ((f", {name}" if "(" in str(name) else f" ({name})") if name else "")
         out.append([
             f"{r.get('framework')} {r.get('framework_version') or ''}".strip(),
             device, str(r.get("verdict")), corr, learn,
@@ -170,6 +175,8 @@ def render_verify(doc: Dict[str, Any], stream: Optional[Any] = None) -> None:
             if not any(r.get("device") == u.get("id") for r in doc.get("results", [])):
                 con.print(f"[dim]- {f['name']} {u.get('id')}: {u.get('reason')}[/dim]")
     tol = doc.get("tolerances") or {}
+    if not doc.get("results"):  # nothing ran: no legend for a table that is not there
+        return
     con.print(f"[dim]correct = loss within {tol.get('loss_rtol')} and gradients within {tol.get('grad_rtol')} "
               f"(relative) of a float64 CPU reference; learns = {100 * tol.get('learn_target', 0.9):.0f}% on a "
               f"seeded synthetic task; speed = Keras-MNIST CNN, batch {tol.get('speed_batch')}, median of "

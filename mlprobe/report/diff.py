@@ -265,8 +265,10 @@ def diff_document(a: Side, b: Side, diffs: List[Difference]) -> JsonObject:
     }
 
 
-def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
-    """A plain-text table (no colour codes), readable in a terminal and in a ticket."""
+def render_table(a: Side, b: Side, diffs: List[Difference], total: int = 100) -> str:
+    """A plain-text table (no colour codes), readable in a terminal and in a ticket, no wider than
+    `total` columns; where the two sides would get less than 16 columns each, one block per
+    difference instead."""
     if not diffs:
         return (
             f"A = {a.label}\nB = {b.label}\n"
@@ -286,7 +288,17 @@ def render_table(a: Side, b: Side, diffs: List[Difference]) -> str:
         (d.section, safe_line(d.item), cell(d.item, d.a), cell(d.item, d.b)) for d in diffs
     ]
     width = [min(max(len(r[i]) for r in rows), 48 if i >= 2 else 32) for i in range(4)]
+    side = min(48, (total - width[0] - width[1] - 6) // 2)
     lines = [f"A = {safe_line(a.label)}", f"B = {safe_line(b.label)}", ""]
+    if side < 16:
+        for r in rows[1:]:
+            lines.append(f"{r[0]} {r[1]}")
+            for name, value in (("A", r[2]), ("B", r[3])):
+                lines.extend(textwrap.wrap(value, total - 4, break_on_hyphens=False, initial_indent=f"  {name}: ",
+                                           subsequent_indent="      ") or [f"  {name}:"])
+        rows = []
+    width[2] = min(width[2], side)
+    width[3] = min(width[3], side)
     for k, r in enumerate(rows):
         cells = [textwrap.wrap(c, width[i], break_on_hyphens=False) or [""] for i, c in enumerate(r)]
         for n in range(max(len(c) for c in cells)):

@@ -113,7 +113,7 @@ def cpu_line(scan: Facts) -> str:
     head = c.model or c.vendor or "unknown CPU"
     bits = [b for b in (c.arch,) if b]
     if c.cores or c.threads:
-        from ..render.terminal import count
+        from ..ui import count
 
         bits.append(f"{count(c.cores, 'core')} / {count(c.threads, 'thread')}")
     if c.x86_64_level:
@@ -244,6 +244,11 @@ def verify_lines(verify: VerifySection) -> List[str]:
         if r.speedup_vs_best_cpu is not None:
             s += f" ({r.speedup_vs_best_cpu:.2f}× the best CPU figure)"
         out.append(s)
+    if not out:
+        # nothing ran: say why (verify's own summary names it), never a bare "no results"
+        why = [str(x) for x in verify.result.summary if str(x).strip()]
+        out.append("nothing was measured" + (f": {why[0]}" if why else
+                                             ": no framework with a usable device in that Python"))
     return out
 
 
@@ -283,9 +288,17 @@ def summary_rows(report: ReportEnvelope) -> List[Tuple[str, str]]:
         rows.append((f"GPU {i}" if len(scan.gpus) > 1 else "GPU", gpu_line(g)))
     for u in scan.usb_accelerators:
         rows.append(("USB accelerator", f"{u.name or ''} [{u.vendor_id}:{u.product_id}]"))
-    for label, line in (("Runtimes", runtimes_line(scan)), ("Frameworks", frameworks_line(scan))):
+    # the scan's frameworks are those of the Python mlprobe scanned; verify's (--python) may be
+    # another interpreter's: each row says whose it is, never one row for both
+    verified = report.verify.result if report.verify is not None else None
+    scanned_py = scan.python.executable
+    fw_label = f"Frameworks ({scanned_py})" if scanned_py else "Frameworks"
+    for label, line in (("Runtimes", runtimes_line(scan)), (fw_label, frameworks_line(scan))):
         if line:
             rows.append((label, line))
+    if verified is not None and verified.python.executable and verified.python.executable != scanned_py:
+        shown = [f"{f.name} {f.version or ''}".strip() for f in verified.frameworks if f.status != "not installed"]
+        rows.append((f"Frameworks ({verified.python.executable}, verified)", ", ".join(shown) or "none installed"))
     picks = plan_picks(report.plan.plan)
     for fw, pick in picks:
         rows.append((f"Plan: {fw}", pick))
@@ -295,7 +308,7 @@ def summary_rows(report: ReportEnvelope) -> List[Tuple[str, str]]:
     if not picks and missing is not None and missing.note:
         rows.append(("Plan", missing.note))
     if report.verify is not None:
-        for line in verify_lines(report.verify) or ["no results"]:
+        for line in verify_lines(report.verify):
             rows.append(("Verify", line))
     for w in scan.warnings:
         rows.append(("Warning", str(w)))

@@ -49,7 +49,7 @@ def resolve_python(python: Optional[str]) -> str:
         found = python
     if not found or not os.path.exists(found):
         raise StageError(
-            f"no Python interpreter at {python}", why="verify runs its test in the interpreter you name",
+            f"no Python interpreter at {python}", why="the frameworks are imported and checked in the interpreter that --python names",
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
             ref="E601", kind="usage")
     why = None
@@ -491,6 +491,12 @@ def summarise(doc: Mapping[str, JsonValue]) -> List[str]:
         if f.get("status") == "not installed":
             out.append(f"{f.get('name')}: {f.get('reason')}")
     out.extend(str(g.get("message")) for g in _records(doc, "slow_gpus"))
+    busy = [(r, _obj(_obj(r.get("speed")).get("machine_load"))) for r in _records(doc, "results")]
+    busy = [(r, m) for r, m in busy if m.get("busy")]
+    if busy:
+        names = ", ".join(f"{r.get('framework')} {r.get('device')}" for r, _m in busy)
+        out.append(f"The machine was busy while {names} timed ({busy[0][1].get('why')}): the speeds can "
+                   "differ from run to run; verify again on a quiet machine for a figure to compare")
     best = _obj(doc.get("best_cpu"))
     ips, epoch = best.get("images_per_s"), best.get("seconds_per_epoch")
     if isinstance(ips, (int, float)) and isinstance(epoch, (int, float)):

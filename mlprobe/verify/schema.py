@@ -27,8 +27,12 @@ DEVICE_RESULT: Dict[str, Any] = {
         "speed": {"type": ["object", "null"], "properties": {
             "images_per_s": _NUM, "seconds_per_epoch": _NUM, "batch": {"type": "integer"},
             "repeats": {"type": "integer"}, "steps_per_repeat": {"type": "integer"},
-            # relative spread of the repeats (median absolute deviation / median) and why they stopped
-            "spread": _NUM, "stopped": {"enum": ["stable", "repeats", "budget", None]}}},
+            # what varies between the repeats ((fastest - slowest) / median; older results: median
+            # absolute deviation / median), why they stopped, and how busy the machine was meanwhile
+            "spread": _NUM, "stopped": {"enum": ["stable", "repeats", "budget", None]},
+            "machine_load": {"type": ["object", "null"], "properties": {
+                "cpus": {"type": ["integer", "null"]}, "load_1m": _NUM, "steal": _NUM, "others": _NUM,
+                "busy": {"type": "boolean"}, "why": _STR}}}},
         # the verdict's ratio is speedup_vs_best_cpu (the best CPU figure of any framework in the run);
         # speedup_vs_framework_cpu is the same framework's own CPU path
         "speedup_vs_framework_cpu": _NUM, "speedup_vs_best_cpu": _NUM,

@@ -277,24 +277,87 @@ def speed_plan(cfg, step_s, accel):
 
 
 def spread(samples):
-    """The samples' relative spread: median absolute deviation over the median (0.01 = 1 %)."""
+    """What varies between the repeats: the range of the samples (fastest less slowest) over their
+    median (0.01 = 1 %). Not a robust statistic on purpose: one repeat slowed by another process
+    is exactly what a reader of "spread" needs to see."""
     mid = median(samples)
-    if not mid:
+    if not mid or not samples:
         return None
-    return round(median([abs(x - mid) for x in samples]) / mid, 4)
+    return round((max(samples) - min(samples)) / mid, 4)
 
 
 def median_stable(cfg, samples):
-    """One more repeat moved the median by no more than speed_stable_rtol (after enough repeats)."""
+    """One more repeat moved the median by no more than speed_stable_rtol (after enough repeats),
+    and the repeats themselves agree within twice that: a median that holds still while the repeats
+    jump about (a busy machine) is not called stable."""
     if len(samples) < max(2, cfg["speed_stable_after"]):
         return False
     now, before = median(samples), median(samples[:-1])
-    return bool(now) and abs(now - before) <= cfg["speed_stable_rtol"] * now
+    if not now or abs(now - before) > cfg["speed_stable_rtol"] * now:
+        return False
+    s = spread(samples)
+    return s is not None and s <= 2 * cfg["speed_stable_rtol"]
 
 
-def speed_record(cfg, samples, k, warmup, final_loss, nan, stopped=None):
+def cpu_times():
+    """(busy, steal, this process's own CPU) seconds so far, all CPUs together, from /proc/stat and
+    os.times(); None where /proc/stat is not there (macOS, Windows)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    v = [int(x) for x in fields[1:]]
+    # user nice system idle iowait irq softirq steal (guest is counted in user already)
+    busy = sum(v[i] for i in (0, 1, 2, 5, 6) if i < len(v))
+    steal = v[7] if len(v) > 7 else 0
+    own = os.times()
+    return busy / hz, steal / hz, own.user + own.system
+
+
+def usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def machine_load(before, after, wall_s, cpus=None, load_1m=None):
+    """How busy the machine was while the repeats were timed, and whether that is too busy for the
+    figure to be repeatable: the load average above the CPUs this process may use, time stolen by
+    the hypervisor, or other processes using a quarter of the CPUs or more."""
+    cpus = cpus or usable_cpus()
+    if load_1m is None:
+        try:
+            load_1m = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load_1m = None
+    out = {"cpus": cpus, "load_1m": round(load_1m, 2) if load_1m is not None else None,
+           "steal": None, "others": None, "busy": False, "why": None}
+    if before is not None and after is not None and wall_s > 0:
+        capacity = wall_s * cpus
+        out["steal"] = round(max(0.0, after[1] - before[1]) / capacity, 3)
+        others = (after[0] - before[0]) - (after[2] - before[2])
+        out["others"] = round(min(1.0, max(0.0, others / capacity)), 3)
+    why = []
+    if out["load_1m"] is not None and out["load_1m"] > cpus:
+        why.append("load average %.1f on %d CPU%s" % (out["load_1m"], cpus, "" if cpus == 1 else "s"))
+    if out["steal"] is not None and out["steal"] >= 0.05:
+        why.append("%.0f %% of the CPU time stolen by the hypervisor" % (100 * out["steal"]))
+    if out["others"] is not None and out["others"] >= 0.25:
+        why.append("other processes used %.0f %% of the CPUs" % (100 * out["others"]))
+    if why:
+        out["busy"], out["why"] = True, "; ".join(why)
+    return out
+
+
+def speed_record(cfg, samples, k, warmup, final_loss, nan, stopped=None, load=None):
     ips = median(samples)
     return {
+        "machine_load": load,
         "images_per_s": ips,
         "seconds_per_epoch": (60000.0 / ips) if ips else None,
         "batch": cfg["speed_batch"],
@@ -431,6 +494,7 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
         samples = []
         b = cfg["speed_batch"]
         stopped = "repeats"
+        times0, wall0 = cpu_times(), time.perf_counter()
         for _ in range(repeats):
             # next_s: how long until the next line, so the runner does not take a slow device for a hung one
             emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats,
@@ -445,11 +509,12 @@ def timed_training(cfg, dev, step, sync, to_float, nan):
                 break
         if stopped == "repeats" and repeats < cfg["speed_repeats"]:
             stopped = "budget"
+        load = machine_load(times0, cpu_times(), time.perf_counter() - wall0)
     finally:
         timing_gate(cfg, False)
     emit({"event": "tick", "stage": "speed", "repeat": len(samples), "of": repeats})
     final = float("nan") if nan else to_float(v)
-    return speed_record(cfg, samples, k, untimed, final, nan, stopped)
+    return speed_record(cfg, samples, k, untimed, final, nan, stopped, load)
 
 
 def find_spec(name):
