@@ -23,7 +23,7 @@ def make_hung_tools(folder: Path) -> List[str]:
     for name in names:
         p = folder / name
         # the sleep is a child of the script, in its process group; its argv carries MARK
-        p.write_text(f"#!/bin/sh\nexec /bin/sh -c 'sleep 600; : {MARK}' \n")
+        p.write_text(f"#!/bin/sh\nexec /bin/sh -c 'sleep 600; : {MARK} {folder}' \n")
         p.chmod(0o755)
     return names
 
@@ -35,7 +35,7 @@ def survivors(folder: Path) -> List[str]:
     out = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = " ".join(proc.info.get("cmdline") or [])
-        if MARK in cmd or str(folder) in cmd:
+        if str(folder) in cmd:
             out.append(f"{proc.pid}: {cmd}")
     return out
 

@@ -41,7 +41,7 @@ def test_with_every_tool_hung_the_command_exits_at_its_deadline_and_leaves_no_to
 
 def test_a_tool_that_exits_leaving_a_child_on_its_stdout_leaves_no_survivor(tmp_path: Path) -> None:
     tool = tmp_path / "forker"
-    tool.write_text(f"#!/bin/sh\necho answer\n/bin/sh -c 'sleep 600; : {MARK}' &\nexit 0\n")
+    tool.write_text(f"#!/bin/sh\necho answer\n/bin/sh -c 'sleep 600; : {MARK} {tmp_path}' &\nexit 0\n")
     tool.chmod(0o755)
     t0 = time.monotonic()
     rc, out, _ = live_proc.run_argv([str(tool)], timeout=30)
@@ -56,7 +56,7 @@ def test_an_early_tool_whose_leader_exited_has_its_group_ended_at_exit(tmp_path:
     """The early NVIDIA queries (started before the probes): a run no probe takes, whose script exited
     and left a child, is ended with its group when mlprobe exits."""
     tool = tmp_path / "nvidia-smi"
-    tool.write_text(f"#!/bin/sh\n/bin/sh -c 'sleep 600; : {MARK}' &\nexit 0\n")
+    tool.write_text(f"#!/bin/sh\n/bin/sh -c 'sleep 600; : {MARK} {tmp_path}' &\nexit 0\n")
     tool.chmod(0o755)
     code = ("import time; from mlprobe.scan.live import _early; _early.start_tools(); "
             "print(len(_early._commands)); time.sleep(0.5)")
@@ -87,3 +87,24 @@ def test_an_abandoned_thread_starts_no_tool(tmp_path: Path) -> None:
     gate.set()
     t.join(10)
     assert errors and isinstance(errors[0], live_proc.NotStarted) and "deadline" in str(errors[0])
+
+
+def _forker(folder: Path) -> Path:
+    tool = folder / "forker"
+    tool.write_text(f"#!/bin/sh\necho answer\n/bin/sh -c 'sleep 600; : {MARK} {folder}' &\nexit 0\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_install_steps_and_queries_end_the_group_of_a_tool_that_left_a_child(tmp_path: Path) -> None:
+    from mlprobe.install.proc import Transcript, run_logged, run_quiet
+
+    tool = _forker(tmp_path)
+    r = run_logged([str(tool)], transcript=Transcript(None), timeout=60)
+    assert r.rc == 0 and "answer" in "".join(r.tail)
+    time.sleep(0.2)
+    assert survivors(tmp_path) == []
+    cp = run_quiet([str(tool)], timeout=5)
+    assert cp.returncode == 0 and cp.stdout.strip() == "answer"
+    time.sleep(0.2)
+    assert survivors(tmp_path) == []
