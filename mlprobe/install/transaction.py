@@ -25,9 +25,7 @@ touched.
 from __future__ import annotations
 
 import os
-import re
 import secrets
-import csv
 import shutil
 import signal
 import tempfile
@@ -41,18 +39,26 @@ from packaging.utils import canonicalize_name
 from ..errors import StageError
 from ..model.jsontypes import JsonObject, JsonValue
 from .proc import NoInterrupt, Transcript
+from .records import (
+    MARKER,
+    FileState,
+    dist_of,
+    kept_files,
+    record_paths,
+    regenerable,
+    remove_empty_dirs,
+    remove_recorded,
+    under,
+    venv_layout,
+    walk,
+)
 from .venv import list_distributions
 
 if TYPE_CHECKING:
     from .guard import Journal
 
 
-FileState = Tuple[int, int]  # size, mtime_ns
-MARKER = ".mlprobe-install"  # in a venv being installed into: the token of its journal
 STOP_ENV = "MLPROBE_TEST_JOURNAL_STOP"  # =N: the process SIGKILLs itself right after its N-th journal write
-# what `python -m venv` puts into bin/ (Scripts\\): the interpreter's names, pip's, the activate scripts
-_VENV_BINS = re.compile(r"(pythonw?|pip)(\d+(\.\d+)?)?(\.exe)?|activate(\.csh|\.fish|\.nu|\.bat|\.ps1)?"
-                        r"|Activate\.ps1|deactivate\.bat|pydoc\.bat")
 
 
 def _real(path: Path) -> Path:
@@ -73,113 +79,6 @@ def _identity(path: Path) -> Optional[Tuple[int, int]]:
     return (st.st_dev, st.st_ino)
 
 
-def _inside(path: str, scope: Iterable[Path]) -> bool:
-    return any(path == str(r) or path.startswith(str(r).rstrip(os.sep) + os.sep) for r in scope)
-
-
-def _dist_of(dist_info: Path) -> Tuple[Optional[str], str]:
-    """(canonical name, version) from a dist-info folder's METADATA (its name when unreadable)."""
-    name: Optional[str] = None
-    version = ""
-    try:
-        with open(dist_info / "METADATA", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                key, _, value = line.partition(":")
-                if key.lower() == "name":
-                    name = value.strip()
-                elif key.lower() == "version":
-                    version = value.strip()
-    except OSError:
-        stem = dist_info.name[: -len(".dist-info")]
-        name, _, version = stem.partition("-")
-    return (str(canonicalize_name(name)) if name else None), version
-
-
-def _record_paths(dist_info: Path) -> List[str]:
-    """The files a dist-info's RECORD names (pip and uv write them relative to site-packages)."""
-    base = dist_info.parent
-    out = [str(dist_info / "RECORD")]
-    try:
-        with open(dist_info / "RECORD", encoding="utf-8", errors="replace", newline="") as f:
-            for row in csv.reader(f):
-                if row and row[0] and not os.path.isabs(row[0]):
-                    out.append(os.path.normpath(os.path.join(base, row[0])))
-    except (OSError, csv.Error):
-        pass
-    return out
-
-
-def _venv_layout(venv: Path) -> List[str]:
-    """The files `python -m venv` makes itself (pyvenv.cfg, the interpreter's links, the activate
-    scripts): named when the install died before it could journal the venv it made."""
-    out = [str(venv / "pyvenv.cfg"), str(venv / "lib64")]
-    for scripts in (venv / "bin", venv / "Scripts"):
-        try:
-            out.extend(str(e) for e in scripts.iterdir() if _VENV_BINS.fullmatch(e.name))
-        except OSError:
-            continue
-    return out
-
-
-def _orphan_cache(path: str, removed: Set[str]) -> bool:
-    """A compiled file in __pycache__ whose source this rollback removed."""
-    folder, name = os.path.split(path)
-    if os.path.basename(folder) != "__pycache__" or not name.endswith((".pyc", ".pyo")):
-        return False
-    return os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py") in removed
-
-
-def _remove(files: Iterable[str], named: Set[str], before: Dict[str, FileState],
-            backups: Optional[Dict[str, Path]] = None) -> Set[str]:
-    """Delete each file the install recorded; a file that was there before is deleted only when it
-    was saved first (it is put back). Then the compiled files of the sources removed."""
-    removed: Set[str] = set()
-    backups = backups or {}
-    rest = []
-    for p in files:
-        if p in named and (p not in before or p in backups):
-            try:
-                os.unlink(p)
-                removed.add(p)
-            except OSError:
-                pass
-        else:
-            rest.append(p)
-    for p in rest:
-        if p not in before and _orphan_cache(p, removed):
-            try:
-                os.unlink(p)
-                removed.add(p)
-            except OSError:
-                pass
-    return removed
-
-
-def _remove_empty_dirs(dirs: Iterable[str], before: Set[str], removed: Set[str], made: Set[str],
-                       stop: str = "") -> None:
-    """Folders that were not there before, now empty, that held a removed file (or that the install
-    made): deepest first. A folder the person made, or one with anything left in it, stays."""
-    holders = set(made)
-    for p in removed:
-        parent = os.path.dirname(p)
-        while parent and parent not in holders and parent != stop and parent not in before:
-            holders.add(parent)
-            parent = os.path.dirname(parent)
-    for d in sorted((d for d in dirs if d not in before and d in holders and d != stop), key=len, reverse=True):
-        try:
-            os.rmdir(d)
-        except OSError:
-            continue
-
-
-def _kept(roots: List[Path], before: Dict[str, FileState], shallow: Iterable[Path] = ()) -> List[str]:
-    """Files there now that were not there before and that the rollback did not remove."""
-    files, _ = walk(roots, shallow)
-    return sorted(p for p in files if p not in before and not _regenerable(p) and not p.endswith(MARKER))
-
-
 class JournalError(ValueError):
     """A journal of the wrong shape (truncated, hand-edited, from another version)."""
 
@@ -195,41 +94,6 @@ class EnvSnapshot:
         return sorted(f"{n}=={v}" for n, v in self.dists.values())
 
 
-def walk(roots: Iterable[Path], shallow: Iterable[Path] = ()) -> Tuple[Dict[str, FileState], Set[str]]:
-    """Every file and folder under roots; and the files directly in each `shallow` folder (an
-    interpreter's prefix, where an installer may leave a lock file)."""
-    files: Dict[str, FileState] = {}
-    dirs: Set[str] = set()
-    for folder in shallow:
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if not entry.is_dir(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        files[entry.path] = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            continue
-    stack = [str(r) for r in roots if r.is_dir()]
-    dirs.update(stack)
-    while stack:
-        top = stack.pop()
-        try:
-            with os.scandir(top) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            dirs.add(e.path)
-                            stack.append(e.path)
-                        else:
-                            st = e.stat(follow_symlinks=False)
-                            files[e.path] = (st.st_size, st.st_mtime_ns)
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-    return files, dirs
-
-
 def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> EnvSnapshot:
     snap = EnvSnapshot()
     for d in list_distributions(python):
@@ -238,10 +102,6 @@ def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> En
         snap.dist_files[key] = list(d.files)
     snap.files, snap.dirs = walk(roots, shallow)
     return snap
-
-
-def _regenerable(path: str) -> bool:
-    return path.endswith((".pyc", ".pyo")) or f"{os.sep}__pycache__" in path
 
 
 @dataclass
@@ -643,17 +503,17 @@ class Transaction:
             if self.venv_files is not None:
                 named.update(self.venv_files)
             else:  # killed while `python -m venv` ran: its own layout (and ensurepip's pip by its RECORD)
-                named.update(_venv_layout(self.new_venv))
+                named.update(venv_layout(self.new_venv))
                 installing.update({"pip": "", "setuptools": ""})
                 self.venv_dirs = [str(self.new_venv / d) for d in ("bin", "Scripts", "include", "Include", "lib",
                                                                    "Lib")]
         for d in dirs:
             if not d.endswith(".dist-info") or d in before_dirs:
                 continue
-            name, version = _dist_of(Path(d))
+            name, version = dist_of(Path(d))
             if name is None or name not in installing or installing[name] not in ("", version):
                 continue
-            named.update(p for p in _record_paths(Path(d)) if _inside(p, scope))
+            named.update(p for p in record_paths(Path(d)) if under(p, scope))
         return named
 
     def _rollback(self) -> RestoreReport:
@@ -664,9 +524,9 @@ class Transaction:
                 return RestoreReport(ok=True, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir)
             files, dirs = walk([path])
             named = self._recorded([path], dirs, set())
-            removed = _remove(files, named, {})
-            _remove_empty_dirs(dirs, set(), removed, set(self.venv_dirs), stop=str(path))
-            kept = _kept([path], {})
+            removed = remove_recorded(files, named, {})
+            remove_empty_dirs(dirs, set(), removed, set(self.venv_dirs), stop=str(path))
+            kept = kept_files([path], {})
             if not kept and not self.new_venv_was_empty_dir:
                 try:
                     path.rmdir()
@@ -681,7 +541,7 @@ class Transaction:
         before = self.before
         now_files, now_dirs = walk(self.roots, self.shallow)
         named = self._recorded(self.roots, now_dirs, before.dirs)
-        removed = _remove(now_files, named, before.files, self.backups)
+        removed = remove_recorded(now_files, named, before.files, self.backups)
         restored = 0
         for original, saved in self.backups.items():
             if os.path.lexists(original):
@@ -692,15 +552,15 @@ class Transaction:
                 restored += 1
             except OSError:
                 continue
-        _remove_empty_dirs(now_dirs, before.dirs, removed, set())
+        remove_empty_dirs(now_dirs, before.dirs, removed, set())
         after = snapshot(self.env_python, self.roots, self.shallow) if self.env_python else EnvSnapshot()
         differs = sorted(set(before.freeze()) - set(after.freeze()))
         extra = sorted(set(after.freeze()) - set(before.freeze()))
-        missing = [p for p in before.files if p not in after.files and not _regenerable(p)]
+        missing = [p for p in before.files if p not in after.files and not regenerable(p)]
         modified = [p for p, st in before.files.items()
                     if p in after.files and after.files[p] != st and p not in self.backups
-                    and not _regenerable(p)]
-        kept = _kept(self.roots, before.files, self.shallow)
+                    and not regenerable(p)]
+        kept = kept_files(self.roots, before.files, self.shallow)
         return RestoreReport(ok=not differs and not missing, deleted_files=len(removed), restored_files=restored,
                              freeze_differs=differs, missing=missing[:50], modified=modified[:50], kept=kept,
                              kept_packages=extra)
