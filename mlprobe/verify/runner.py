@@ -339,8 +339,9 @@ def verify(
         if run.fatal is not None and not run.done:
             reason = str(run.fatal.get("message"))
             if fw == "plaidml" and "collections" in reason and not frec.shim_installed:
-                reason += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10 "
-                           "(mlprobe.shims.plaidml_compat.install_shim)")
+                reason += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10: "
+                           "`mlprobe install --recipe plaidml-keras --settings-only --venv VENV` writes it "
+                           "into that venv, where its start-up hook loads it at every start")
             frec = replace(frec, status="unavailable", reason=reason,
                            stderr_tail=_s(run.fatal.get("stderr_tail")) or None)
             results.append(_unavailable_record(fw, frec.version, target, device or "any", reason))
