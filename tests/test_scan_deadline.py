@@ -108,3 +108,13 @@ def test_install_steps_and_queries_end_the_group_of_a_tool_that_left_a_child(tmp
     assert cp.returncode == 0 and cp.stdout.strip() == "answer"
     time.sleep(0.2)
     assert survivors(tmp_path) == []
+
+
+def test_run_quiet_hands_its_input_over_once_however_long_the_child_takes(tmp_path: Path) -> None:
+    """The child reads its standard input only after a while (uv's dry run, given the requirements on
+    stdin): the input goes over once, and the answer comes back."""
+    from mlprobe.install.proc import run_quiet
+
+    cp = run_quiet([sys.executable, "-c", "import sys, time; time.sleep(0.3); print(sys.stdin.read().upper())"],
+                   timeout=30, stdin="demo-app\n")
+    assert cp.returncode == 0 and cp.stdout.strip() == "DEMO-APP", cp.stderr

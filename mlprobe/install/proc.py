@@ -248,12 +248,14 @@ def run_quiet(argv: List[str], timeout: float, env: Optional[Dict[str, str]] = N
                             encoding="utf-8", errors="replace", env=env, **kwargs)  # type: ignore[call-overload]
     end = time.monotonic() + timeout
     gone: Optional[float] = None  # when the leader exited while something of its group held the output
+    given = stdin  # handed over by the first communicate() only (a second may not send input)
     try:
         while True:
             try:
-                out, err = proc.communicate(input=stdin, timeout=max(0.0, min(0.05, end - time.monotonic())))
+                out, err = proc.communicate(input=given, timeout=max(0.0, min(0.05, end - time.monotonic())))
                 break
             except subprocess.TimeoutExpired:
+                given = None
                 now = time.monotonic()
                 if proc.poll() is not None:
                     gone = gone or now
