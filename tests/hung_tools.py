@@ -43,7 +43,7 @@ def survivors(folder: Path) -> List[str]:
 def run_with_deadline(command: List[str], folder: Path, deadline_s: float,
                       env: Optional[Dict[str, str]] = None) -> Tuple[float, float, int, str]:
     """`python -m mlprobe COMMAND` with the probe deadline set to deadline_s and the hung tools first
-    on PATH. Returns (seconds to the end of its output, seconds to its exit, exit status, stdout)."""
+    on PATH. Returns (seconds to its output's first byte, seconds to its exit, exit status, stdout)."""
     code = ("import sys, mlprobe.scan.run as r; r.PROBE_DEADLINE_S = float(sys.argv[1]); "
             "from mlprobe.cli import main; sys.exit(main(sys.argv[2:]))")
     e = dict(env or os.environ)
@@ -54,7 +54,8 @@ def run_with_deadline(command: List[str], folder: Path, deadline_s: float,
     proc = subprocess.Popen([sys.executable, "-c", code, str(deadline_s), *command], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=e, cwd=str(folder))
     assert proc.stdout is not None
-    out = proc.stdout.read()
-    output_end = time.perf_counter() - t0
+    first = os.read(proc.stdout.fileno(), 1)  # the output is written all at once, at the end: its first byte
+    output_at = time.perf_counter() - t0
+    out = first + proc.stdout.read()
     rc = proc.wait(timeout=300)
-    return output_end, time.perf_counter() - t0, rc, out.decode("utf-8", "replace")
+    return output_at, time.perf_counter() - t0, rc, out.decode("utf-8", "replace")
