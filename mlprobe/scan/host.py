@@ -78,6 +78,12 @@ class LiveHost:
         self._info: Optional[Dict[str, Any]] = None
         self._info_lock = threading.Lock()
         self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
+        self._tools_closed: Optional[str] = None  # why no tool is started any more (the scan's deadline)
+
+    def close_tools(self, why: str) -> None:
+        """From now on no tool is started for this host (its captures say why): a scan that passed its
+        deadline is over, and what asks later (doctor, report) must not start the hung tools again."""
+        self._tools_closed = why
 
     def pending(self) -> Dict[str, float]:
         """Captures being taken now, with the seconds each has taken so far."""
@@ -159,6 +165,8 @@ class LiveHost:
         if exe is None:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
+        if self._tools_closed:
+            return Capture(name, "timeout", error=f"{argv[0]} not started: {self._tools_closed}")
         # The same run, started before the probes (scan/live/_early.py): this host's environment is
         # the process's, so it is the run this call would start, only earlier.
         early = _early.take_command(name, [exe] + argv[1:]) if self._env is os.environ else None

@@ -109,6 +109,9 @@ def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
         # threads, so the interpreter's exit does not wait for them either.
         from .live.proc import abandon
 
+        close = getattr(host, "close_tools", None)
+        if close is not None:
+            close(f"the scan stopped waiting for its tools after {PROBE_DEADLINE_S:g} s")
         abandon(t for t in threading.enumerate() if t not in (threading.current_thread(), threading.main_thread())
                 and not t.name.startswith("mlprobe-pipe"))
     return merge(host, [(n, *results[n]) for n, _ in probes])
