@@ -118,3 +118,19 @@ def test_run_quiet_hands_its_input_over_once_however_long_the_child_takes(tmp_pa
     cp = run_quiet([sys.executable, "-c", "import sys, time; time.sleep(0.3); print(sys.stdin.read().upper())"],
                    timeout=30, stdin="demo-app\n")
     assert cp.returncode == 0 and cp.stdout.strip() == "DEMO-APP", cp.stderr
+
+
+def test_a_host_whose_scan_passed_its_deadline_starts_no_tool_again(tmp_path: Path) -> None:
+    """doctor and report ask for captures after the scan: once the scan gave up on its tools, they get
+    the reason, not a fresh run of a hung tool with its own time limit."""
+    from mlprobe.scan.host import LiveHost
+
+    folder = tmp_path / "bin"
+    make_hung_tools(folder)
+    host = LiveHost(env={"PATH": str(folder)})
+    host.close_tools("the scan stopped waiting for its tools after 30 s")
+    t0 = time.monotonic()
+    cap = host.get("nvidia-smi.txt")
+    assert cap.status == "timeout" and "not started" in (cap.error or "") and "30 s" in (cap.error or "")
+    assert time.monotonic() - t0 < 1.0
+    assert survivors(folder) == []
