@@ -43,8 +43,9 @@ class _DaemonPool:
     def __init__(self, workers: int) -> None:
         self._jobs: "queue.Queue[Optional[Tuple[Future[Any], Callable[..., Any], Tuple[Any, ...]]]]" = queue.Queue()
         self._workers = workers
-        for i in range(workers):
-            threading.Thread(target=self._work, name=f"probe-{i}", daemon=True).start()
+        self.threads = [threading.Thread(target=self._work, name=f"probe-{i}", daemon=True) for i in range(workers)]
+        for t in self.threads:
+            t.start()
 
     def _work(self) -> None:
         while True:
@@ -112,8 +113,8 @@ def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
         close = getattr(host, "close_tools", None)
         if close is not None:
             close(f"the scan stopped waiting for its tools after {PROBE_DEADLINE_S:g} s")
-        abandon(t for t in threading.enumerate() if t not in (threading.current_thread(), threading.main_thread())
-                and not t.name.startswith("mlprobe-pipe"))
+        helpers = getattr(host, "threads", None)  # a live host's prefetch threads, which probes wait on
+        abandon([*pool.threads, *(helpers() if helpers is not None else [])])
     return merge(host, [(n, *results[n]) for n, _ in probes])
 
 
