@@ -312,3 +312,26 @@ def test_a_file_index_that_does_not_exist_is_not_called_http_404(tmp_path: Path,
     assert "404" not in err and "HTTP" not in err, err
     assert "[E517]" in err and "does not exist" in err
     assert not (tmp_path / "env").exists()
+
+
+@pytest.mark.parametrize("command", ["doctor", "verify", "report"])
+@pytest.mark.parametrize("what", ["sleep", "executable text", "a script that is no Python"])
+def test_python_that_runs_but_is_not_python_is_a_usage_error(tmp_path: Path, command: str, what: str) -> None:
+    """`--python /bin/sleep` passed every check of the path (a regular, executable file) and doctor went
+    on with a warning, exit 0: the interpreter is started once and must answer as Python."""
+    if os.name != "posix":
+        pytest.skip("POSIX programs")
+    path: "str | Path"
+    if what == "sleep":
+        path = "/bin/sleep"
+    elif what == "executable text":
+        path = tmp_path / "notes.txt"
+        path.write_text("hello\n", encoding="utf-8")
+        path.chmod(0o755)
+    else:
+        path = tmp_path / "python"
+        path.write_text("#!/bin/sh\necho 3.12\n", encoding="utf-8")
+        path.chmod(0o755)
+    rc, out, err = run(command, "--python", path)
+    assert rc == EXIT_USAGE and "[E601]" in err and "not a Python interpreter" in err, err
+    assert "Traceback" not in err

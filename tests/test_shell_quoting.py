@@ -250,3 +250,25 @@ def test_doctor_fix_lines_quote_what_they_read_from_the_machine(tmp_path: Path, 
                            env={"HOME": str(home), "PATH": str(stubs), "LOGNAME": "me"})
         assert not (home / "ran-touch").exists(), f"pasting {line!r} ran a command from the capture"
         assert "syntax error" not in p.stderr, (line, p.stderr)
+
+
+def test_no_printed_step_points_into_mlprobes_own_installation() -> None:
+    """A step must work when pasted into the target environment, where mlprobe's own files are not
+    (pipx, another venv, a wheel cache): no command names a path of the mlprobe package, its shims
+    folder or the shim module; the PlaidML shim is written by `mlprobe install` itself."""
+    import mlprobe
+
+    own = os.path.dirname(os.path.abspath(mlprobe.__file__))
+    lines = []
+    names = [p.name for p in sorted(FIXTURES.iterdir()) if p.is_dir() and (p / "host.json").is_file()]
+    for name in names:
+        rep = facts_to_report(scan(ReplayHost(FIXTURES / name)))
+        for fw in ("any", "keras"):
+            plan = make_plan(rep, framework=fw)
+            for r in plan["recommended"] + plan.get("alternatives", []):
+                lines.extend(r.get("commands", []))
+            for f in plan["installed"]:
+                lines.extend(f.get("fix", []))
+    assert any("--settings-only" in ln for ln in lines), "no fixture plan has a shim or settings step"
+    for line in lines:
+        assert own not in line and "plaidml_compat" not in line and "shims/" not in line, line

@@ -153,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
         raise MlprobeError("bundle needs --recipe ID or --framework F", why="it makes one recipe's bundle",
                            next_step="`mlprobe plan --replay REPORT` lists the recipes that fit that machine",
                            ref="E538", exit_code=EXIT_USAGE)
-    out = Path(args.output).expanduser().absolute()
+    from ..model.folders import real_folder
+
+    out = real_folder(Path(args.output))  # a symlink to an (empty) folder: written where it leads
     check_empty_target(out)
     opts = _options(args)
     if args.fleet:

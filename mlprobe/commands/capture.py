@@ -21,7 +21,12 @@ def run(args: argparse.Namespace) -> int:
     from ..doctor.enumerate import install_producer
     from ..scan.host import UNREDACTED_NOTICE, shared_live_host, write_bundle
 
-    folder = Path(args.dir)
+    from ..model.folders import cause_and_next, real_folder
+
+    given = Path(args.dir)
+    folder = real_folder(given)  # a symlink to a folder: the bundle goes where it leads, as install --venv does
+    if folder != Path(os.path.abspath(given)) and given.is_symlink():
+        ui.note(f"{given} is a symlink to {folder}: the bundle is written there")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise MlprobeError(
             f"{folder} exists and is not an empty folder",
@@ -46,10 +51,10 @@ def run(args: argparse.Namespace) -> int:
             except OSError:
                 break
         left = "nothing was left behind" if made else f"{folder} is as it was, empty"
+        why, step = cause_and_next(exc, folder)
         raise MlprobeError(
-            f"cannot write the bundle {folder}", why=exc.strerror or str(exc),
-            next_step=f"{left}; free some space (or pick another place), then run the same "
-                      "command again", ref="E104", exit_code=EXIT_FAILURE,
+            f"cannot write the bundle {folder}", why=why, next_step=f"{left}; {step}", ref="E104",
+            exit_code=EXIT_FAILURE,
         ) from None
     written = sorted(n for n, c in caps.items() if c.status == "ok")
     failed = sorted(f"{n} ({c.status}: {c.error})" for n, c in caps.items() if c.status in ("error", "timeout"))

@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
         from ..scan.host import shared_live_host
 
         install_producer()  # doctor's findings read the frameworks' own enumeration
-        shared_live_host().prefetch(PREFETCH)
+        from .doctor import DOCTOR_PREFETCH
+
+        shared_live_host().prefetch(PREFETCH + DOCTOR_PREFETCH)  # doctor's part, beside the scan
     options = ReportOptions(verify=args.verify or bool(python), include_raw=args.include_raw,
                             redact=not args.no_redact, python=python)
     with ui.progress("report: scanning, planning" + (", verifying" if options.verify else "")):

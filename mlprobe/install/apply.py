@@ -187,6 +187,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                                      next_step=("on Debian/Ubuntu: `apt install python3-venv`; or pass --venv PATH"
                                                 if no_venv_module else "pass another --venv PATH"),
                                      ref="E547", kind="failure")
+                txn.venv_made()
                 python = str(venv_python(env.path))
                 info = inspect_interpreter(python)
                 progress.done(f"created {env.path} (Python {info.version})")
@@ -204,6 +205,9 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 keep.lift_pins(env.path, txn, transcript)
             if pre.resolution is not None and pre.resolution.ok:
                 txn.protect_dists(installed_names(pre.resolution.dists))
+            txn.will_install(_dists_to_install(pre))
+            if backend.name == "uv" and env.mode != "system" and env.path is not None:
+                txn.protect_file(env.path / ".lock")  # uv's lock of the environment, made at its first run
             progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}" if pre.packages else
                           f"installing the files of the lock with {backend.name}" if plan.lock_file else
                           f"installing with {backend.name}")
@@ -291,6 +295,22 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        pins=tuple(p.requirement for p in pinset.pins) if pinset else (),
                        pins_file=str(pinset.file) if pinset else None, lock=lock_path, lock_error=lock_error,
                        remarks=tuple(remarks), device_note=device_note)
+
+
+def _dists_to_install(pre: Preflight) -> List[Tuple[str, str]]:
+    """What the installer will install: the resolution's distributions with their versions, else the
+    packages asked for by name (any version)."""
+    if pre.resolution is not None and pre.resolution.ok and pre.resolution.dists:
+        return [(d.name, d.version) for d in pre.resolution.dists]
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for p in pre.packages:
+        try:
+            out.append((Requirement(p).name, ""))
+        except InvalidRequirement:
+            continue
+    return out
 
 
 def _write_settings(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str, txn: Transaction,

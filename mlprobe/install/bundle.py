@@ -194,7 +194,9 @@ def make_bundle(plan: InstallPlan, target: BundleTarget, out: Path, pip_cmd: Seq
     import time
 
     started = time.perf_counter()
-    out = out.expanduser().absolute()
+    from ..model.folders import real_folder
+
+    out = real_folder(out)  # a symlink to an (empty) folder: written where it leads, the link stays
     check_empty_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_folder(out)

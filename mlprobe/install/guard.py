@@ -26,7 +26,7 @@ from typing import Dict, Iterator, List, Optional
 from ..errors import StageError
 from ..model.jsontypes import JsonObject, JsonValue
 
-JOURNAL_VERSION = 2  # 2: resolved paths, folder identities, a mark, a heartbeat
+JOURNAL_VERSION = 3  # 2: resolved paths, folder identities, a mark; 3: what it writes and installs (RECORDs)
 
 # Folders a venv never belongs in. A path equal to one of these, or inside one, is refused unless
 # --force; the exceptions are the usual writable places inside them.
@@ -241,7 +241,7 @@ class Journal:
     path: Path
     target: str = ""
     fields: JsonObject = field(default_factory=dict)
-    alive_at: Optional[float] = None  # the file's last touch: the install's last sign of life
+    alive_at: Optional[float] = None  # the file's last write
     broken: Optional[str] = None
 
     @property

@@ -225,6 +225,9 @@ def run_logged(
         stop_child(proc)
         reader.join(timeout=2)
         raise
+    reader.join(timeout=0.5)
+    # the leader is done: anything it left in its group (a daemon, a child holding its output) goes too
+    _signal_group(proc, signal.SIGKILL)
     reader.join(timeout=5)
     seconds = time.perf_counter() - started
     transcript.note(f"exit {rc} after {seconds:.1f} s")
@@ -235,11 +238,38 @@ def run_quiet(argv: List[str], timeout: float, env: Optional[Dict[str, str]] = N
               stdin: Optional[str] = None) -> "subprocess.CompletedProcess[str]":
     """A short query (interpreter facts, pip index versions): output captured, nothing logged;
     `stdin` is the text given on standard input (none by default)."""
-    if stdin is not None:
-        return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
-                              timeout=timeout, env=env, input=stdin)
-    return subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace",
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    kwargs: Dict[str, object] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, text=True,
+                            encoding="utf-8", errors="replace", env=env, **kwargs)  # type: ignore[call-overload]
+    end = time.monotonic() + timeout
+    gone: Optional[float] = None  # when the leader exited while something of its group held the output
+    given = stdin  # handed over by the first communicate() only (a second may not send input)
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(input=given, timeout=max(0.0, min(0.05, end - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                given = None
+                now = time.monotonic()
+                if proc.poll() is not None:
+                    gone = gone or now
+                    if now - gone >= 0.2:  # the answer came from the leader: the rest of its group goes
+                        _signal_group(proc, signal.SIGKILL)
+                        out, err = proc.communicate()
+                        break
+                if now >= end:
+                    _signal_group(proc, signal.SIGKILL)
+                    proc.communicate()
+                    raise subprocess.TimeoutExpired(argv, timeout) from None
+    finally:
+        _signal_group(proc, signal.SIGKILL)  # its own group, ended whether the leader still runs or not
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def child_env(extra: Optional[Dict[str, str]] = None, drop: Optional[List[str]] = None) -> Dict[str, str]:

@@ -10,12 +10,16 @@ How an existing environment is put back, independent of pip's or uv's own rollba
   3. on failure: delete every file and folder that was not there before, copy the saved files back,
      and check that the distribution list is the same again; anything that still differs is reported.
 
-An install that died (kill -9, a power cut) is rolled back by a later run from its journal, and only
-when the target is still what that install left: the journal records the resolved path and the
-inode of each folder it works on and a mark (a file with a random token) in a venv, and the dead
-install touched its journal every second while it lived. A folder replaced since (a venv re-created,
-a symlink pointed elsewhere), a mark that is gone, or any file made or changed after the install's
-last sign of life means the person has worked there since: nothing is touched, and the error says so.
+An install that died (kill -9, a power cut) is rolled back by a later run from its journal, and
+only what the install itself recorded is removed: the files the journal names (those mlprobe writes,
+the venv `python -m venv` made, the mark), and the files the installer's RECORD names for each
+distribution the journal says it was installing (pip and uv write one per installed distribution).
+A path that neither names is never deleted, whatever the timing: it is kept and named in the result
+(a notebook saved into the venv, a half-extracted wheel the installer never finished). The journal
+also records the resolved path and the inode of each folder it works on and a mark (a file with a
+random token) in a venv: a folder replaced since (a venv re-created, a symlink pointed elsewhere) or
+a mark that is gone means the target is no longer the one the install worked on, and nothing is
+touched.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -35,16 +39,26 @@ from packaging.utils import canonicalize_name
 from ..errors import StageError
 from ..model.jsontypes import JsonObject, JsonValue
 from .proc import NoInterrupt, Transcript
+from .records import (
+    MARKER,
+    FileState,
+    dist_of,
+    kept_files,
+    record_paths,
+    regenerable,
+    remove_empty_dirs,
+    remove_recorded,
+    under,
+    venv_layout,
+    walk,
+)
 from .venv import list_distributions
 
 if TYPE_CHECKING:
     from .guard import Journal
 
 
-FileState = Tuple[int, int]  # size, mtime_ns
-MARKER = ".mlprobe-install"  # in a venv being installed into: the token of its journal
-HEARTBEAT_S = 1.0  # how often a living install touches its journal
-SETTLE_S = 3.0  # after the last touch: the killed install and its children have stopped writing
+STOP_ENV = "MLPROBE_TEST_JOURNAL_STOP"  # =N: the process SIGKILLs itself right after its N-th journal write
 
 
 def _real(path: Path) -> Path:
@@ -65,65 +79,6 @@ def _identity(path: Path) -> Optional[Tuple[int, int]]:
     return (st.st_dev, st.st_ino)
 
 
-def changed_after(roots: Iterable[Path], shallow: Iterable[Path], moment: float,
-                  limit: int = 20) -> List[str]:
-    """What under roots (or directly in a shallow folder) changed after `moment`: a file whose inode
-    changed (made, written, renamed, chmod-ed), and a folder that changed with nothing newer inside to
-    explain it. A folder moved in keeps its files' old times but gets a new one itself (`mv ~/work
-    venv/`); a file deleted leaves only its folder's time. A folder whose change is explained by a
-    newer entry (Python writing __pycache__ into a package) is not counted itself: the entry is looked
-    at on its own."""
-    found: List[str] = []
-
-    def newer(path: str, st: "os.stat_result") -> bool:
-        return st.st_ctime > moment and not _regenerable(path)
-
-    def look(entry: "os.DirEntry[str]") -> None:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            return
-        if newer(entry.path, st):
-            found.append(entry.path)
-
-    def look_folder(path: str) -> None:
-        try:
-            st = os.lstat(path)
-            if not newer(path, st):
-                return
-            with os.scandir(path) as it:
-                explained = any(e.stat(follow_symlinks=False).st_ctime > moment for e in it)
-        except OSError:
-            return
-        if not explained:
-            found.append(path + os.sep)
-
-    for folder in shallow:
-        try:
-            with os.scandir(folder) as entries:
-                for e in entries:
-                    if not e.is_dir(follow_symlinks=False):
-                        look(e)
-        except OSError:
-            continue
-    stack = [str(r) for r in roots if r.is_dir()]
-    for r in stack:
-        look_folder(r)
-    while stack and len(found) < limit:
-        top = stack.pop()
-        try:
-            with os.scandir(top) as it:
-                for e in it:
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
-                        look_folder(e.path)
-                    else:
-                        look(e)
-        except OSError:
-            continue
-    return sorted(found)[:limit]
-
-
 class JournalError(ValueError):
     """A journal of the wrong shape (truncated, hand-edited, from another version)."""
 
@@ -139,41 +94,6 @@ class EnvSnapshot:
         return sorted(f"{n}=={v}" for n, v in self.dists.values())
 
 
-def walk(roots: Iterable[Path], shallow: Iterable[Path] = ()) -> Tuple[Dict[str, FileState], Set[str]]:
-    """Every file and folder under roots; and the files directly in each `shallow` folder (an
-    interpreter's prefix, where an installer may leave a lock file)."""
-    files: Dict[str, FileState] = {}
-    dirs: Set[str] = set()
-    for folder in shallow:
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if not entry.is_dir(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        files[entry.path] = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            continue
-    stack = [str(r) for r in roots if r.is_dir()]
-    dirs.update(stack)
-    while stack:
-        top = stack.pop()
-        try:
-            with os.scandir(top) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            dirs.add(e.path)
-                            stack.append(e.path)
-                        else:
-                            st = e.stat(follow_symlinks=False)
-                            files[e.path] = (st.st_size, st.st_mtime_ns)
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-    return files, dirs
-
-
 def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> EnvSnapshot:
     snap = EnvSnapshot()
     for d in list_distributions(python):
@@ -182,10 +102,6 @@ def snapshot(python: str, roots: List[Path], shallow: Iterable[Path] = ()) -> En
         snap.dist_files[key] = list(d.files)
     snap.files, snap.dirs = walk(roots, shallow)
     return snap
-
-
-def _regenerable(path: str) -> bool:
-    return path.endswith((".pyc", ".pyo")) or f"{os.sep}__pycache__" in path
 
 
 @dataclass
@@ -199,22 +115,39 @@ class RestoreReport:
     modified: List[str] = field(default_factory=list)
     refused: Optional[str] = None  # recovered: the target changed since, so nothing was touched
     emptied_folder: bool = False  # the venv was made in a folder that existed (empty): it stays
+    kept: List[str] = field(default_factory=list)  # files neither the journal nor a RECORD names: kept
+    kept_packages: List[str] = field(default_factory=list)  # installed, but not by this install: kept
+
+    def kept_text(self) -> str:
+        parts = []
+        if self.kept:
+            shown = ", ".join(self.kept[:10]) + (f" and {len(self.kept) - 10} more" if len(self.kept) > 10 else "")
+            parts.append(f"kept {len(self.kept)} file(s) the install did not record (neither its journal nor "
+                         f"an installer's RECORD names them): {shown}")
+        if self.kept_packages:
+            parts.append("kept the package(s) it did not install: " + ", ".join(self.kept_packages[:10]))
+        return "; ".join(parts)
 
     def summary(self) -> str:
         if self.refused:
             return f"left as it is: {self.refused}"
-        if self.removed_venv and self.emptied_folder:
+        kept = self.kept_text()
+        tail = f"; {kept}" if kept else ""
+        if self.removed_venv and self.ok and self.kept:
+            return f"removed what the install had made in {self.removed_venv}{tail}"
+        if self.removed_venv and self.emptied_folder and self.ok:
             return f"removed what the install had put into {self.removed_venv} (the folder stays, empty)"
-        if self.removed_venv:
+        if self.removed_venv and self.ok:
             return f"removed the half-made environment {self.removed_venv}"
         if self.ok:
-            return (f"environment restored: {self.deleted_files} new file(s) removed, {self.restored_files} "
-                    "saved file(s) put back; its packages are as before")
+            return (f"environment restored: {self.deleted_files} file(s) the install made removed, "
+                    f"{self.restored_files} saved file(s) put back; its packages are as before{tail}")
         return "environment NOT fully restored: " + "; ".join(
             x for x in (
                 f"packages differ: {', '.join(self.freeze_differs[:8])}" if self.freeze_differs else "",
                 f"{len(self.missing)} file(s) missing, e.g. {self.missing[0]}" if self.missing else "",
                 f"{len(self.modified)} file(s) changed, e.g. {self.modified[0]}" if self.modified else "",
+                kept,
             ) if x)
 
 
@@ -238,9 +171,11 @@ class Transaction:
         self.token = secrets.token_hex(16)
         self.identity: Dict[str, Tuple[int, int]] = {}  # resolved folder -> (st_dev, st_ino)
         self.marked = False
-        self.alive_at: Optional[float] = None  # recovered: the dead install's last sign of life
-        self._beat_stop = threading.Event()
-        self._beat: Optional[threading.Thread] = None
+        self.made: List[str] = []  # files mlprobe writes that were not there: removed on a rollback
+        self.installing: List[Tuple[str, str]] = []  # (canonical name, version or "") the installer installs
+        self.venv_files: Optional[List[str]] = None  # what `python -m venv` made (a new venv)
+        self.venv_dirs: List[str] = []
+        self.saves = 0  # journal writes so far (STOP_ENV counts them)
         self.before: Optional[EnvSnapshot] = None
         self.backup_dir: Optional[Path] = None
         self.backups: Dict[str, Path] = {}
@@ -263,7 +198,10 @@ class Transaction:
                 "marked": self.marked, "identity": {k: list(v) for k, v in self.identity.items()},
                 "backup_dir": str(self.backup_dir) if self.backup_dir else None,
                 "backups": {k: str(v) for k, v in self.backups.items()}, "before": before,
-                "outside": list(self.outside)}
+                "outside": list(self.outside), "made": list(self.made),
+                "installing": [[n, v] for n, v in self.installing],
+                "venv_files": list(self.venv_files) if self.venv_files is not None else None,
+                "venv_dirs": list(self.venv_dirs)}
 
     @classmethod
     def from_journal(cls, journal: "Journal", transcript: Transcript) -> "Transaction":
@@ -338,7 +276,15 @@ class Transaction:
         if len(txn.backups) != len(backups):
             raise JournalError("'backups' is not an object of paths")
         txn.outside = str_list(doc.get("outside", []), "outside")
-        txn.alive_at = journal.alive_at
+        txn.made = str_list(doc.get("made", []), "made")
+        installing = doc.get("installing", [])
+        if not isinstance(installing, list) or not all(
+                isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in installing):
+            raise JournalError("'installing' is not a list of [name, version]")
+        txn.installing = [(str(x[0]), str(x[1])) for x in installing if isinstance(x, list)]
+        vf = doc.get("venv_files")
+        txn.venv_files = None if vf is None else str_list(vf, "venv_files")
+        txn.venv_dirs = str_list(doc.get("venv_dirs", []), "venv_dirs")
         txn.recovered = True
         return txn
 
@@ -347,31 +293,15 @@ class Transaction:
             from .guard import write_journal
 
             write_journal(self.journal, self.to_journal())
+            self.saves += 1
+            if os.environ.get(STOP_ENV) == str(self.saves):  # tests: a kill -9 right at this step
+                os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
     def _forget(self) -> None:
-        self._stop_heartbeat()
         if self.journal is not None:
             from .guard import drop_journal
 
             drop_journal(self.journal)
-
-    def _heartbeat(self) -> None:
-        """Touch the journal while this install lives: a later run knows when it stopped."""
-        from .guard import journal_path
-
-        assert self.journal is not None
-        path = journal_path(self.journal)
-        while not self._beat_stop.wait(HEARTBEAT_S):
-            try:
-                os.utime(path)
-            except OSError:
-                continue
-
-    def _stop_heartbeat(self) -> None:
-        self._beat_stop.set()
-        if self._beat is not None:
-            self._beat.join(timeout=2 * HEARTBEAT_S)
-            self._beat = None
 
     def _mark(self, root: Path) -> None:
         """Record the folder's identity and leave the mark of this journal in it."""
@@ -403,6 +333,21 @@ class Transaction:
             self.new_venv.mkdir(parents=True)
         self._mark(self.new_venv)
 
+    def venv_made(self) -> None:
+        """`python -m venv` finished: what it made is the install's (removed on a rollback)."""
+        assert self.new_venv is not None
+        files, dirs = walk([self.new_venv])
+        marker = str(self.new_venv / MARKER)
+        self.venv_files = sorted(p for p in files if p != marker)
+        self.venv_dirs = sorted(d for d in dirs if d != str(self.new_venv))
+        self._save()
+
+    def will_install(self, dists: Iterable[Tuple[str, str]]) -> None:
+        """Before the installer runs: the distributions it installs (version "" when not known). Their
+        RECORD files name what a rollback removes; no other distribution is touched."""
+        self.installing = sorted({(str(canonicalize_name(n)), v) for n, v in dists})
+        self._save()
+
     # ------------------------------------------------------------------ before -------------
     def begin(self) -> None:
         if self.env_python and self.new_venv is None:
@@ -432,9 +377,18 @@ class Transaction:
         return self.backup_dir / rel
 
     def protect_file(self, path: Path, save: bool = True) -> None:
+        """Before mlprobe writes or removes `path`: an existing file is saved, a new one is recorded;
+        either way a rollback puts it back as it was."""
         p = _real_parent(str(path))
-        if self.new_venv is not None or p in self.backups or not os.path.lexists(p):
+        if p in self.backups or p in self.made:
             return
+        if not os.path.lexists(p):
+            self.made.append(p)
+            if save:
+                self._save()
+            return
+        if self.new_venv is not None:
+            return  # in a venv this install made: removed with it
         dest = self._backup_path(p)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(p, dest, follow_symlinks=False)
@@ -483,7 +437,6 @@ class Transaction:
 
     def rollback(self) -> RestoreReport:
         with NoInterrupt():
-            self._stop_heartbeat()
             try:
                 refused = self._changed_since() if self.recovered else None
                 if refused:
@@ -526,14 +479,6 @@ class Transaction:
                 mark = ""
             if mark != self.token:
                 return f"{self.marker_root} no longer carries the mark of the interrupted install"
-        if self.alive_at is None:
-            return "the journal does not say when the install stopped"
-        roots = [self.new_venv] if self.new_venv is not None else self.roots
-        changed = changed_after([r for r in roots if r is not None],
-                                [] if self.new_venv is not None else self.shallow, self.alive_at + SETTLE_S)
-        if changed:
-            return (f"{len(changed)}{'+' if len(changed) >= 20 else ''} file(s) were made or changed there "
-                    f"after the interrupted install stopped, e.g. {changed[0]}")
         return None
 
     def _remove_outside(self) -> None:
@@ -546,62 +491,83 @@ class Transaction:
                 except OSError:
                     pass
 
+    def _recorded(self, scope: List[Path], dirs: Set[str], before_dirs: Set[str]) -> Set[str]:
+        """The paths this install recorded: its journal's (files it wrote, the venv it made, its mark,
+        the files it saved) and, for each distribution it was installing whose dist-info folder is new,
+        the files that distribution's RECORD names inside the target."""
+        named = set(self.made) | set(self.backups)
+        if self.marker_root is not None:
+            named.add(str(self.marker_root / MARKER))
+        installing = dict(self.installing)
+        if self.new_venv is not None:
+            if self.venv_files is not None:
+                named.update(self.venv_files)
+            else:  # killed while `python -m venv` ran: its own layout (and ensurepip's pip by its RECORD)
+                named.update(venv_layout(self.new_venv))
+                installing.update({"pip": "", "setuptools": ""})
+                self.venv_dirs = [str(self.new_venv / d) for d in ("bin", "Scripts", "include", "Include", "lib",
+                                                                   "Lib")]
+        for d in dirs:
+            if not d.endswith(".dist-info") or d in before_dirs:
+                continue
+            name, version = dist_of(Path(d))
+            if name is None or name not in installing or installing[name] not in ("", version):
+                continue
+            named.update(p for p in record_paths(Path(d)) if under(p, scope))
+        return named
+
     def _rollback(self) -> RestoreReport:
         self._remove_outside()
         if self.new_venv is not None:
             path = self.new_venv
             if not os.path.lexists(path):
                 return RestoreReport(ok=True, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir)
-            if self.new_venv_was_empty_dir:
-                for child in list(path.iterdir()) if path.is_dir() else []:
-                    if child.is_dir() and not child.is_symlink():
-                        shutil.rmtree(child, ignore_errors=True)
-                    else:
-                        child.unlink()
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-            gone = not os.path.lexists(path) or (self.new_venv_was_empty_dir and not any(path.iterdir()))
-            return RestoreReport(ok=gone, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir,
-                                 missing=[] if gone else [f"{path} could not be removed"])
+            files, dirs = walk([path])
+            named = self._recorded([path], dirs, set())
+            removed = remove_recorded(files, named, {})
+            remove_empty_dirs(dirs, set(), removed, set(self.venv_dirs), stop=str(path))
+            kept = kept_files([path], {})
+            if not kept and not self.new_venv_was_empty_dir:
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass
+            left = [p for p in named if os.path.lexists(p) and not os.path.isdir(p)]
+            return RestoreReport(ok=not left, removed_venv=str(path), emptied_folder=self.new_venv_was_empty_dir,
+                                 deleted_files=len(removed), kept=kept,
+                                 missing=[f"{p} could not be removed" for p in left[:50]])
         if self.before is None:
             return RestoreReport(ok=True)
         before = self.before
         now_files, now_dirs = walk(self.roots, self.shallow)
-        deleted = 0
-        for p in now_files:
-            if p not in before.files:
-                try:
-                    os.unlink(p)
-                    deleted += 1
-                except OSError:
-                    pass
-        for d in sorted(now_dirs - before.dirs, key=len, reverse=True):
-            shutil.rmtree(d, ignore_errors=True)
+        named = self._recorded(self.roots, now_dirs, before.dirs)
+        removed = remove_recorded(now_files, named, before.files, self.backups)
         restored = 0
         for original, saved in self.backups.items():
+            if os.path.lexists(original):
+                continue  # never over a file that is there (removed above when it was the install's)
             try:
                 os.makedirs(os.path.dirname(original), exist_ok=True)
-                if os.path.lexists(original) and not os.path.isdir(original):
-                    os.unlink(original)
                 shutil.copy2(saved, original, follow_symlinks=False)
                 restored += 1
             except OSError:
                 continue
+        remove_empty_dirs(now_dirs, before.dirs, removed, set())
         after = snapshot(self.env_python, self.roots, self.shallow) if self.env_python else EnvSnapshot()
-        differs = sorted(set(before.freeze()) ^ set(after.freeze()))
-        missing = [p for p in before.files if p not in after.files and not _regenerable(p)]
+        differs = sorted(set(before.freeze()) - set(after.freeze()))
+        extra = sorted(set(after.freeze()) - set(before.freeze()))
+        missing = [p for p in before.files if p not in after.files and not regenerable(p)]
         modified = [p for p, st in before.files.items()
                     if p in after.files and after.files[p] != st and p not in self.backups
-                    and not _regenerable(p)]
-        return RestoreReport(ok=not differs and not missing, deleted_files=deleted, restored_files=restored,
-                             freeze_differs=differs, missing=missing[:50], modified=modified[:50])
+                    and not regenerable(p)]
+        kept = kept_files(self.roots, before.files, self.shallow)
+        return RestoreReport(ok=not differs and not missing, deleted_files=len(removed), restored_files=restored,
+                             freeze_differs=differs, missing=missing[:50], modified=modified[:50], kept=kept,
+                             kept_packages=extra)
 
     # ------------------------------------------------------------------ context ------------
     def __enter__(self) -> "Transaction":
         self._save()  # before anything in the target changes
-        if self.journal is not None and self._beat is None:
-            self._beat = threading.Thread(target=self._heartbeat, name="mlprobe-journal", daemon=True)
-            self._beat.start()
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],

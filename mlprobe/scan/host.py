@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from .capture import (
     SPECS,
@@ -78,6 +78,13 @@ class LiveHost:
         self._info: Optional[Dict[str, Any]] = None
         self._info_lock = threading.Lock()
         self._inflight: Dict[str, float] = {}  # capture name -> when it started (for progress lines)
+        self._threads: List[threading.Thread] = []
+        self._tools_closed: Optional[str] = None  # why no tool is started any more (the scan's deadline)
+
+    def close_tools(self, why: str) -> None:
+        """From now on no tool is started for this host (its captures say why): a scan that passed its
+        deadline is over, and what asks later (doctor, report) must not start the hung tools again."""
+        self._tools_closed = why
 
     def pending(self) -> Dict[str, float]:
         """Captures being taken now, with the seconds each has taken so far."""
@@ -87,7 +94,13 @@ class LiveHost:
     def prefetch(self, names: Iterable[str]) -> None:
         """Start taking slow captures now, in background threads (results land in the cache)."""
         for name in names:
-            threading.Thread(target=self.get, args=(name,), daemon=True, name=f"prefetch-{name}").start()
+            t = threading.Thread(target=self.get, args=(name,), daemon=True, name=f"prefetch-{name}")
+            self._threads.append(t)
+            t.start()
+
+    def threads(self) -> List[threading.Thread]:
+        """The prefetch threads this host started (a scan past its deadline gives them up)."""
+        return [t for t in self._threads if t.is_alive()]
 
     # -- Host protocol -------------------------------------------------------------------
     def env(self, name: str) -> Optional[str]:
@@ -159,6 +172,8 @@ class LiveHost:
         if exe is None:
             # An absent tool costs a PATH lookup, not a subprocess.
             return Capture(name, "absent", error=f"{argv[0]} not found on PATH")
+        if self._tools_closed:
+            return Capture(name, "timeout", error=f"{argv[0]} not started: {self._tools_closed}")
         # The same run, started before the probes (scan/live/_early.py): this host's environment is
         # the process's, so it is the run this call would start, only earlier.
         early = _early.take_command(name, [exe] + argv[1:]) if self._env is os.environ else None

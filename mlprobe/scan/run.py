@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+import queue
+import threading
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import replace
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import probes as registry
 from ..errors import LibraryError
@@ -34,6 +36,40 @@ def run_probe(name: str, module: str, host: Host) -> Tuple[Contribution, float]:
     return contrib, time.perf_counter() - started
 
 
+class _DaemonPool:
+    """A few daemon worker threads: unlike ThreadPoolExecutor's, a probe still running when the scan
+    gives up on it is not joined at interpreter exit (mlprobe exits once its output is written)."""
+
+    def __init__(self, workers: int) -> None:
+        self._jobs: "queue.Queue[Optional[Tuple[Future[Any], Callable[..., Any], Tuple[Any, ...]]]]" = queue.Queue()
+        self._workers = workers
+        self.threads = [threading.Thread(target=self._work, name=f"probe-{i}", daemon=True) for i in range(workers)]
+        for t in self.threads:
+            t.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fut, fn, args = job
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting scan
+                fut.set_exception(exc)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> "Future[Any]":
+        fut: "Future[Any]" = Future()
+        self._jobs.put((fut, fn, args))
+        return fut
+
+    def close(self) -> None:
+        for _ in range(self._workers):
+            self._jobs.put(None)
+
+
 def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
     def wanted(name: str) -> bool:
         return only is None or name in only
@@ -45,29 +81,40 @@ def scan(host: Host, only: Optional[List[str]] = None) -> Facts:
     # interpreter (H200 bundle: 54 vs 62 ms median), and a parser that never ends still leaves the
     # other thread to finish the rest before the deadline.
     workers = 2 if host.kind == "replay" else len(probes) + 4
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="probe")
+    pool = _DaemonPool(workers)
     futures: List[Tuple[str, Future[Tuple[Contribution, float]]]] = []
     started = time.perf_counter()
-    try:
-        for name, module in probes:
+    late = False
+    for name, module in probes:
+        futures.append((name, pool.submit(run_probe, name, module, host)))
+    # Third-party probes: looking up entry points reads every installed distribution's
+    # metadata, so it runs while the built-in probes already work.
+    for name, module in registry.plugins():
+        if wanted(name) and name not in dict(probes):
+            probes.append((name, module))
             futures.append((name, pool.submit(run_probe, name, module, host)))
-        # Third-party probes: looking up entry points reads every installed distribution's
-        # metadata, so it runs while the built-in probes already work.
-        for name, module in registry.plugins():
-            if wanted(name) and name not in dict(probes):
-                probes.append((name, module))
-                futures.append((name, pool.submit(run_probe, name, module, host)))
-        for name, fut in futures:
-            left = max(0.1, PROBE_DEADLINE_S - (time.perf_counter() - started))
-            try:
-                results[name] = fut.result(timeout=left)
-            except FutureTimeout:
-                results[name] = (
-                    Contribution(status="timeout", error=f"did not finish within {PROBE_DEADLINE_S:g} s"),
-                    PROBE_DEADLINE_S,
-                )
-    finally:
-        pool.shutdown(wait=False)
+    for name, fut in futures:
+        left = max(0.0 if late else 0.1, PROBE_DEADLINE_S - (time.perf_counter() - started))
+        try:
+            results[name] = fut.result(timeout=left)
+        except FutureTimeout:
+            late = True
+            results[name] = (
+                Contribution(status="timeout", error=f"did not finish within {PROBE_DEADLINE_S:g} s"),
+                PROBE_DEADLINE_S,
+            )
+    pool.close()
+    if late:
+        # The probes still running are given up: the tools they (or a prefetch) wait for are ended
+        # with their process groups, and none of those threads starts another. They are daemon
+        # threads, so the interpreter's exit does not wait for them either.
+        from .live.proc import abandon
+
+        close = getattr(host, "close_tools", None)
+        if close is not None:
+            close(f"the scan stopped waiting for its tools after {PROBE_DEADLINE_S:g} s")
+        helpers = getattr(host, "threads", None)  # a live host's prefetch threads, which probes wait on
+        abandon([*pool.threads, *(helpers() if helpers is not None else [])])
     return merge(host, [(n, *results[n]) for n, _ in probes])
 
 

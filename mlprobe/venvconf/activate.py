@@ -55,7 +55,11 @@ def _fish(v: str) -> str:
 
 
 def _ps(v: str) -> str:
-    return "'" + v.replace("'", "''") + "'"
+    """PowerShell's single-quoted string: it also ends at the typographic single quotes (U+2018-U+201B),
+    so each of them is doubled too."""
+    from ..model.shell import ps_quote
+
+    return ps_quote(v)
 
 
 def _bat(v: str) -> str:
@@ -257,7 +261,9 @@ _POSIX_IF_UNSET = re.compile(r'^if \[ -z "\$\{([A-Za-z_][A-Za-z0-9_]*)\+_\}" \] 
 _POSIX_PREPEND = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=" + _SH_VALUE + r"\"\$\{\1:\+:\$\1\}\"$")
 _FISH_SET = re.compile(r"^if not set -q ([A-Za-z_][A-Za-z0-9_]*); set -gx \1 '((?:[^'\\]|\\.)*)'; ")
 _CSH_SET = re.compile(r"^if \(! \$\?([A-Za-z_][A-Za-z0-9_]*)\) setenv \1 " + _SH_VALUE + "$")
-_PS_SET = re.compile(r"^if \(-not \(Test-Path env:([A-Za-z_][A-Za-z0-9_]*)\)\) \{ \$env:\1 = '((?:[^']|'')*)'; ")
+_PSQ = "'\u2018\u2019\u201a\u201b"
+_PS_SET = re.compile(r"^if \(-not \(Test-Path env:([A-Za-z_][A-Za-z0-9_]*)\)\) \{ \$env:\1 = "
+                     rf"[{_PSQ}]((?:[^{_PSQ}]|[{_PSQ}]{{2}})*)[{_PSQ}]; ")
 _BAT_SET = re.compile(r'^if defined _MLPROBE_SET_([A-Za-z_][A-Za-z0-9_]*) set "\1=(.*)"$')
 
 
@@ -307,7 +313,7 @@ def parse_block(name: str, text: str) -> Dict[str, str]:
         elif name == "Activate.ps1":
             m = _PS_SET.match(line)
             if m:
-                out[m.group(1)] = m.group(2).replace("''", "'")
+                out[m.group(1)] = re.sub(f"([{_PSQ}])\\1", r"\1", m.group(2))
     return out
 
 

@@ -278,6 +278,7 @@ def _run_child(
         proc.wait()
         if res.ended == "exit":
             res.ended, res.detail = "hang", "did not exit after its last result"
+    _kill_tree(proc)  # done: what it left running in its group (a daemon, a worker) ends with it
     reader.join(timeout=2)
     if proc.stdout is not None:
         proc.stdout.close()

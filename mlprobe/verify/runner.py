@@ -61,12 +61,53 @@ def resolve_python(python: Optional[str]) -> str:
         why = "it is not a regular file"
     elif os.name == "posix" and not os.access(found, os.X_OK):
         why = "it is not executable"
+    if why is None:
+        why = _not_python(found)
     if why:
         raise StageError(
             f"{found} is not a Python interpreter", why=why,
             next_step="pass the `python` of the environment to check, e.g. `--python .venv/bin/python`",
             ref="E601", kind="usage")
     return found
+
+
+_ASK = "import sys; print('mlprobe-python', *sys.version_info[:2])"
+ASK_TIMEOUT_S = 30.0
+
+
+def _not_python(path: str) -> Optional[str]:
+    """Why `path` does not answer as a Python interpreter (it is started once, with -c), or None."""
+    import signal
+    import subprocess
+
+    try:
+        proc = subprocess.Popen([path, "-c", _ASK], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace",
+                                start_new_session=os.name == "posix")
+    except OSError as exc:
+        return f"it cannot be started: {exc.strerror or exc}"
+    hung = False
+    try:
+        out, err = proc.communicate(timeout=ASK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        out, err, hung = "", "", True
+    finally:
+        if os.name == "posix":
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        else:
+            proc.kill()
+        proc.wait()
+    words = out.split()
+    if len(words) == 3 and words[0] == "mlprobe-python" and words[1].isdigit():
+        return None
+    if hung:
+        return f"started as `{os.path.basename(path)} -c ...`, it did not answer within {ASK_TIMEOUT_S:g} s"
+    said = (err.strip() or out.strip()).splitlines()[-1:] or ["nothing"]
+    return (f"started as `{os.path.basename(path)} -c ...` (the way mlprobe runs its checks) it did not answer "
+            f"as Python: exit status {proc.returncode}, it said {said[0][:200]!r}")
 
 
 def select_frameworks(framework: str, found: Discovery) -> Tuple[List[str], List[FrameworkRun]]:
@@ -298,8 +339,9 @@ def verify(
         if run.fatal is not None and not run.done:
             reason = str(run.fatal.get("message"))
             if fw == "plaidml" and "collections" in reason and not frec.shim_installed:
-                reason += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10 "
-                           "(mlprobe.shims.plaidml_compat.install_shim)")
+                reason += (" - Keras 2.2.4 needs the PlaidML compatibility shim on Python >= 3.10: "
+                           "`mlprobe install --recipe plaidml-keras --settings-only --venv VENV` writes it "
+                           "into that venv, where its start-up hook loads it at every start")
             frec = replace(frec, status="unavailable", reason=reason,
                            stderr_tail=_s(run.fatal.get("stderr_tail")) or None)
             results.append(_unavailable_record(fw, frec.version, target, device or "any", reason))

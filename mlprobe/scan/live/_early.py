@@ -48,9 +48,10 @@ def spawn(full_import: bool = False) -> "subprocess.Popen[bytes]":
     env = child_env()
     if full_import:
         env["MLPROBE_OPENCL_IMPORT"] = "full"
-    # Its own process group, so a timeout can end it and anything it started.
-    return subprocess.Popen(child_argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=env, start_new_session=os.name == "posix")
+    # Its own process group (tracked by proc.py), so a timeout can end it and anything it started.
+    from .proc import start_argv
+
+    return start_argv(child_argv(), env)
 
 
 def start_opencl_child() -> None:
@@ -114,8 +115,7 @@ def end_untaken() -> None:
 
     while _commands:
         _, (_argv, proc, _t) = _commands.popitem()
-        if proc.poll() is None:
-            kill_tree(proc)
+        kill_tree(proc)  # its leader may have exited while a child of it still runs: the group goes
         try:
             proc.communicate(timeout=1)
         except Exception:

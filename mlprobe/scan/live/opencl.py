@@ -43,8 +43,7 @@ def _still_ending(proc: "subprocess.Popen[bytes]") -> None:
 def _end_children() -> None:
     while _ending:
         proc = _ending.pop()
-        if proc.poll() is None:
-            kill_tree(proc)
+        kill_tree(proc)
 
 
 def live_capture(host: Any, s: CaptureSpec) -> Capture:

@@ -1,7 +1,12 @@
 """Running an argv list (never a shell) with a hard timeout that ends the whole process group, and
 a cap on what is kept of its output: the pipes are read as the tool writes, and a tool that prints
 more than the cap is stopped there (a `rocminfo` printing a gigabyte, an `nvidia-smi` that never
-stops), so memory stays near the cap instead of growing with the output."""
+stops), so memory stays near the cap instead of growing with the output.
+
+Every child started here is tracked until mlprobe exits: its process group is ended when it is
+done (whether its leader is still alive or already exited: a child of the tool that holds its
+output, a daemon it forked), when the thread waiting for it is abandoned (a probe past the scan's
+deadline), and at exit. A thread that was abandoned starts no further tool."""
 
 from __future__ import annotations
 
@@ -9,13 +14,88 @@ import os
 import subprocess
 import threading
 import time
-from typing import IO, Any, Dict, List, Optional
+import weakref
+from typing import IO, Any, Dict, Iterable, List, Optional
 
 # What is kept of a tool's output unless the caller says otherwise (a capture's own max_bytes).
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 # stderr is only read for an error message: its head is kept, the rest read and dropped.
 MAX_STDERR_BYTES = 256 * 1024
 _CHUNK = 64 * 1024
+# A tool whose leader exited while something it started still holds its output open: how long that
+# output is still read before the group is ended (the answer came from the leader).
+LEADER_GONE_GRACE_S = 0.2
+
+# pid -> (the child, the thread waiting for it): every child started here, until its group is ended
+_children: "Dict[int, tuple[subprocess.Popen[Any], Optional[threading.Thread]]]" = {}
+_abandoned: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+_lock = threading.Lock()
+_atexit_registered = False
+
+
+class NotStarted(OSError):
+    """A tool was asked for by a thread that was abandoned (its probe passed the scan's deadline)."""
+
+
+def track(proc: "subprocess.Popen[Any]") -> None:
+    """Keep `proc` (which leads its own process group) until its group is ended; at exit at the latest."""
+    global _atexit_registered
+    with _lock:
+        _children[proc.pid] = (proc, threading.current_thread())
+        if not _atexit_registered:
+            import atexit
+
+            atexit.register(end_all)
+            _atexit_registered = True
+
+
+def _wait_for(proc: "subprocess.Popen[Any]") -> None:
+    """The current thread waits for `proc`: abandoning this thread ends the child."""
+    with _lock:
+        if proc.pid in _children:
+            _children[proc.pid] = (proc, threading.current_thread())
+
+
+def end_group(proc: "subprocess.Popen[Any]") -> None:
+    """End the child's whole process group, whether its leader still runs or has exited (a child of
+    the tool may still hold its output). The group's id stays the leader's pid for as long as any
+    member lives, and Linux does not hand that pid to a new process meanwhile; once the group is
+    empty, killpg finds nothing (ESRCH)."""
+    if os.name == "posix":
+        import signal
+
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+    with _lock:
+        _children.pop(proc.pid, None)
+
+
+def abandon(threads: Iterable[threading.Thread]) -> int:
+    """These threads are given up on (the scan's deadline passed): the children they wait for are ended
+    with their groups, and they start no further tool. Returns how many children were ended."""
+    gone = set(threads)
+    with _lock:
+        for t in gone:
+            _abandoned.add(t)
+        ended = [p for p, owner in _children.values() if owner in gone]
+    for proc in ended:
+        end_group(proc)
+    return len(ended)
+
+
+def end_all() -> None:
+    """At exit: the group of every child still tracked is ended; nothing mlprobe started outlives it."""
+    with _lock:
+        procs = [p for p, _ in _children.values()]
+    for proc in procs:
+        end_group(proc)
 
 
 class OutputCapped(Exception):
@@ -39,14 +119,19 @@ def run_argv(argv: list[str], timeout: float, env: Optional[Dict[str, str]] = No
 
 def start_argv(argv: list[str], env: Optional[Dict[str, str]] = None,
                cwd: Optional[str] = None) -> "subprocess.Popen[bytes]":
-    """Start an argv list (never a shell) in its own process group, its output piped."""
+    """Start an argv list (never a shell) in its own process group, its output piped; tracked until its
+    group is ended. NotStarted when the calling thread was abandoned."""
+    if threading.current_thread() in _abandoned:
+        raise NotStarted(f"{os.path.basename(argv[0])} not started: the scan's deadline had passed")
     kwargs: Dict[str, Any] = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
     else:
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd, **kwargs)
+    track(proc)
+    return proc
 
 
 def finish_argv(proc: "subprocess.Popen[bytes]", timeout: float,
@@ -104,13 +189,26 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
     readers = [r for r in (out_r, err_r) if r is not None]
     for r in readers:
         r.start()
+    _wait_for(proc)
     deadline = time.monotonic() + timeout
     # The pipes close when the tool exits (or, with exit_grace, when it is done writing): waiting on
     # the readers wakes the moment that happens. (Popen.wait(timeout) polls, at most every 50 ms: a
     # 30 ms nvidia-smi query would often cost 50.) A grandchild that keeps a pipe open is waited for
     # until the deadline, then killed with the group.
+    # While a pipe is open the leader is also looked at (every 50 ms): when it has exited but something
+    # it started holds the pipe, the group is ended after a short grace and the output read so far kept.
+    leader_gone: Optional[float] = None
     for r in readers:
-        r.join(timeout=max(0.0, deadline - time.monotonic()))
+        while r.is_alive() and not over.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            r.join(timeout=min(deadline - now, 0.05))
+            if r.is_alive() and proc.poll() is not None:
+                leader_gone = leader_gone or time.monotonic()
+                if time.monotonic() - leader_gone >= LEADER_GONE_GRACE_S:
+                    end_group(proc)  # the pipes close with the group: the readers end
+                    r.join(timeout=2)
         if over.is_set():
             break
     capped = over.is_set()
@@ -132,6 +230,8 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             pass
+    elif proc.returncode is not None:
+        end_group(proc)  # the leader is done: anything it left running in its group goes with it
     for r in readers:
         r.join(timeout=2)
     for pipe in (proc.stdout, proc.stderr):
@@ -150,15 +250,4 @@ def communicate_or_kill(proc: "subprocess.Popen[bytes]", timeout: float,
 
 
 def kill_tree(proc: "subprocess.Popen[Any]") -> None:
-    if os.name == "posix":
-        import signal
-
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return
-        except OSError:
-            pass
-    try:
-        proc.kill()
-    except OSError:
-        pass
+    end_group(proc)
