@@ -260,6 +260,9 @@ class Plan(Record):
     # and where the scan came from; absent from a plan made without a host
     gpu_use: Optional[Tuple[GpuUse, ...]] = field(default=None, metadata=OPTIONAL_KEY)
     source: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
+    # why the first recommendation is first (a tie broken by what is installed, or torch by default);
+    # None when nothing fits
+    ranking: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = to_json(self)

@@ -69,6 +69,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
                 for fw, rid in tops.items()
             )
         )
+    if plan.get("ranking"):
+        con.print(f"[bold]Ranking:[/bold] {plan['ranking']}")
 
     render_gpu_use(plan.get("gpu_use") or [], con)
 
