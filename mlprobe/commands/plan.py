@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
 from ..model.vocabulary import vocabulary
 from ..urls import mask_doc
 from .common import add_replay, host_source, make_host, print_json, scan_host
@@ -86,4 +86,5 @@ def run(args: argparse.Namespace) -> int:
 
         render_plan(shown)
     sys.stdout.flush()
-    return 0
+    # the plan is printed either way; "nothing fits" is the promised exit status 3 (docs/exit-codes.md)
+    return EXIT_OK if plan.recommended else EXIT_UNAVAILABLE
