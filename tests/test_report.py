@@ -19,7 +19,7 @@ from mlprobe import __version__
 from mlprobe.cli import main
 from mlprobe.scan.host import LiveHost, ReplayHost
 from tests.report_doc import build_report, markdown, verify_doc
-from mlprobe.report.envelope import REPORT_VERSION, ReportOptions, collect_bundle, report_schema
+from mlprobe.report.envelope import REPORT_SCHEMA, ReportOptions, collect_bundle, report_schema
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES, fixture_dirs
@@ -59,13 +59,13 @@ def mask_identity(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def test_envelope_is_versioned_and_complete(tmp_path: Path) -> None:
     folder = FIXTURES / "synthetic-linux-nvidia-secrets"
     doc = build_report(ReplayHost(folder), ReportOptions(include_raw=True), source={"kind": "replay"})
-    assert doc["report_version"] == REPORT_VERSION == 1
+    assert doc["schema"] == REPORT_SCHEMA == "mlprobe.report/2"
     assert doc["kind"] == "mlprobe-report"
     assert doc["mlprobe_version"] == __version__
     when = datetime.fromisoformat(doc["generated_at"].replace("Z", "+00:00"))
     assert when.tzinfo is not None and when.utcoffset() == timezone.utc.utcoffset(when)
     assert abs((datetime.now(timezone.utc) - when).total_seconds()) < 300
-    assert doc["scan"]["report_version"] == 1 and doc["scan"]["gpus"]
+    assert doc["scan"]["schema"] == "mlprobe.scan/2" and doc["scan"]["gpus"]
     assert isinstance(doc["plan"], dict)
     assert "verify" not in doc
     red = doc["redactions"]
@@ -244,7 +244,7 @@ def test_cli_report_then_replay(tmp_path: Path, capsys: pytest.CaptureFixture[st
     err = capsys.readouterr().err
     assert "redacted:" in err and f"mlprobe scan --replay {out}" in err
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert doc["report_version"] == 1
+    assert doc["schema"] == "mlprobe.report/2"
     assert main(["scan", "--replay", str(out), "--json"]) == 0
     replayed = json.loads(capsys.readouterr().out)
     for key in FACT_KEYS:

@@ -374,6 +374,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
                 replay: bool) -> int:
     from ..errors import EXIT_OK, exit_status
     from ..install.apply import apply, prepare
+    from ..model.docversion import schema_id
     from ..render import install_terminal as out
     from .common import print_json
 
@@ -381,7 +382,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
         pre = prepare(plan, opts, report=report, replay=replay, on_progress=say)  # type: ignore[arg-type]
     if not args.apply:
         if args.json:
-            print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict(),
+            print_json({"schema": schema_id("install"), "applied": False, **pre.to_dict(),
                         **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
             out.render_preflight(pre)
@@ -396,7 +397,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
     finally:
         progress.close()
     if args.json:
-        print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(),
+        print_json({"schema": schema_id("install"), "applied": True, **pre.to_dict(),
                     **({"overrides": _overrides(report)} if _overrides(report) else {}),
                     "result": result.to_dict()})
     else:

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         )
     from .. import pipeline
     from ..model.contract import to_json
+    from ..model.docversion import schema_id
     from ..plan.planner import explain_variants, why_not
 
     host = make_host(args)
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
+        doc = {"schema": schema_id("why-not"), **doc}
         doc["variants"] = [to_json(v) for v in explain_variants(report, str(doc["recipe"]), python=args.python)]
         doc["target"] = plan.to_json()["target"]
         if args.json:

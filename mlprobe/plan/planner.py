@@ -15,7 +15,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model.facts import Facts, FrameworkFacts
 from ..model.jsontypes import JsonObject, JsonValue
-from ..model.plan import PLAN_VERSION, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
+from ..model.plan import PLAN_SCHEMA, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model.recipe import Recipe
 from ..model.vocabulary import vocabulary
 from ..recipes import find_recipe, knowledge, load_recipes
@@ -204,7 +204,7 @@ def build_plan(
     for key, value in overrides.items():
         warnings.append(f"overridden: {key}={value}; this plan is for that, not for what the machine has")
     return Plan(
-        plan_version=PLAN_VERSION,
+        schema=PLAN_SCHEMA,
         framework=framework,
         target=PlanTarget(python=ctx.python.version, python_source=python_source, os=ctx.os.system,
                           wsl=ctx.os.wsl, arch=ctx.cpu.arch),
