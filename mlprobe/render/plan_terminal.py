@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List
 
 from rich.console import Console
@@ -27,6 +28,18 @@ def _console() -> Console:
 
 def _status(s: str) -> str:
     return f"[{_STATUS_STYLE.get(s, 'white')}]{s}[/]"
+
+
+def version_said(e: Dict[str, Any]) -> str:
+    """The version line of a recommendation: the version when its commands pin it (`torch==2.9.*`),
+    else what an unpinned command really gets: the newest the index serves (the knowledge's newest
+    row is named, as what mlprobe knew, not as a promise)."""
+    version = str(e.get("version") or "")
+    pinned = any(re.search(r"(==|~=|<=?|>=?)\s*v?" + re.escape(version) + r"(\b|\.|$)", str(p))
+                 for p in e.get("packages") or [])
+    if pinned:
+        return version
+    return f"the latest the index serves (not pinned; mlprobe knows up to {version})"
 
 
 def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
@@ -99,7 +112,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         if e.get("device_name"):
             lines.append(f"device: {e['device_name']}")
         if e.get("version"):
-            lines.append(f"version: {e['version']}" + (f"   index: {e['index']}" if e.get("index") else ""))
+            lines.append(f"version: {version_said(e)}" + (f"   index: {e['index']}" if e.get("index") else ""))
         for c in e["commands"]:
             lines.append(f"[bold cyan]$ {c}[/bold cyan]")
         for w in e["warnings"]:
