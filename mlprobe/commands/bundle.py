@@ -171,8 +171,9 @@ def run(args: argparse.Namespace) -> int:
         if not cap.ok:
             raise MlprobeError("--reuse-installed: the bundle has no pip-list.txt",
                                why="the packages of that machine's Python are not in its capture",
-                               next_step="capture `python -m pip list > pip-list.txt` beside it, or leave out "
-                                         "--reuse-installed", ref="E546", exit_code=EXIT_USAGE)
+                               next_step="capture that machine again with `mlprobe capture DIR` (it writes "
+                                         "pip-list.txt), or put `python -m pip list > pip-list.txt` beside it, "
+                                         "or leave out --reuse-installed", ref="E546", exit_code=EXIT_USAGE)
         provided = parse_installed(cap.text())
     result = _make(iplan, target, out, str(args.replay), provided)
     if args.json:
