@@ -334,12 +334,19 @@ def run(args: argparse.Namespace) -> int:
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)
-    if args.from_lock:
-        if replay:
-            from ..errors import EXIT_USAGE, MlprobeError
+    if replay and (args.apply or args.from_lock):
+        from ..errors import EXIT_USAGE, MlprobeError
+        from .common import replay_said
 
-            raise MlprobeError("--from-lock with --replay", why="a lock is installed on the machine it is for",
-                               next_step="leave out --replay", ref="E523", exit_code=EXIT_USAGE)
+        said, drop = replay_said(args)
+        if args.from_lock:
+            raise MlprobeError(f"--from-lock with {said}", why="a lock is installed on the machine it is for",
+                               next_step=drop, ref="E523", exit_code=EXIT_USAGE)
+        raise MlprobeError(f"--apply with {said}: the plan is for the captured machine",
+                           why="a replayed bundle describes the machine it was captured on",
+                           next_step=f"run `mlprobe install --apply` on that machine, or {drop} to install "
+                                     "on this one", ref="E512", exit_code=EXIT_USAGE)
+    if args.from_lock:
         plan.lock_file = str(Path(args.from_lock).expanduser().absolute())
     overrides = _overrides(report)
     if overrides and not args.json:

@@ -54,6 +54,30 @@ def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
             con.print(f"    [yellow]![/yellow] {note}")
 
 
+def replay_flag(source: Dict[str, Any]) -> str:
+    """` --replay BUNDLE` for a command that should read the same capture again; nothing where the
+    capture came from MLPROBE_REPLAY (still set for the next command) or the scan is live."""
+    if source.get("kind") != "replay" or source.get("via"):
+        return ""
+    from ..model import shell
+
+    return " --replay " + shell.posix([str(source.get("bundle") or "BUNDLE")])
+
+
+def next_hint(source: Dict[str, Any]) -> str:
+    """The last line of a plan: what to run next, and where. A replayed plan is for the captured
+    machine: install and verify run there; here, the same capture shows the install steps and one
+    recipe's reasons."""
+    if source.get("kind") != "replay":
+        return ("next: `mlprobe install --recipe ID` to install, `mlprobe verify` to measure, "
+                "`mlprobe plan --why-not ID` for one recipe")
+    flag = replay_flag(source)
+    here = "here (MLPROBE_REPLAY is set)" if source.get("via") else "here"
+    return ("next, on the captured machine: `mlprobe install --recipe ID --apply`, then `mlprobe verify`; "
+            f"{here}: `mlprobe install{flag} --recipe ID` shows the steps for it, "
+            f"`mlprobe plan{flag} --why-not ID` explains one recipe")
+
+
 def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     from ..ui import deep_safe
 
@@ -62,7 +86,11 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     plan = deep_safe(plan, markup=True)
     con = console or _console()
     t = plan["target"]
-    where = "replayed bundle" if (plan.get("source") or {}).get("kind") == "replay" else "this machine"
+    source = plan.get("source") or {}
+    replayed = source.get("kind") == "replay"
+    where = "replayed bundle" if replayed else "this machine"
+    machine = "the captured machine" if replayed else "this machine"
+    there = " (on the captured machine)" if replayed else ""
     con.print(
         f"[bold]mlprobe plan[/bold] for {where}: {t.get('os') or 'OS unknown'}"
         + (" (WSL2)" if t.get("wsl") else "")
@@ -94,13 +122,13 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         for r in f.get("reasons", []):
             con.print(f"    - {r}")
         for c in f.get("fix", []):
-            con.print(f"    [bold]fix:[/bold] {c}")
+            con.print(f"    [bold]fix{there}:[/bold] {c}")
     if problems:
         con.print()
 
     if not plan["recommended"]:
         con.print(
-            f"[bold red]No recipe fits {where}[/bold red] for "
+            f"[bold red]No recipe fits {machine}[/bold red] for "
             f"--framework {plan['framework']}; see the reasons below."
         )
     for i, e in enumerate(plan["recommended"], 1):
@@ -125,7 +153,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             lines.append(f"[dim]{n}[/dim]")
         verify = e.get("verify") or {}
         lines.append(
-            f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
+            f"[dim]verify{there}: mlprobe verify --framework {verify.get('framework')} "
             f"--device {verify.get('device')}[/dim]"
         )
         if i <= 2:
@@ -163,11 +191,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             con.print(f"    [bold]today:[/bold] {r['successor'] or ''}")
     others = [r["recipe"] for r in plan.get("retired", []) if not r.get("relevant")]
     if others:
-        con.print(f"[dim]also retired (mlprobe plan --why-not ID): {', '.join(others)}[/dim]")
-    con.print(
-        "[dim]next: `mlprobe install --recipe ID` to install, `mlprobe verify` to measure, "
-        "`mlprobe plan --why-not ID` for one recipe[/dim]"
-    )
+        con.print(f"[dim]also retired (mlprobe plan{replay_flag(source)} --why-not ID): {', '.join(others)}[/dim]")
+    con.print(f"[dim]{next_hint(source)}[/dim]")
 
 
 def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:
