@@ -130,3 +130,32 @@ def test_first_recommendation_is_first_of_best_fit(folder: Path) -> None:
     order = [m.group(2) for m in re.finditer(r"(\S+) -> (\S+?)(?:;|$)", best.split(":", 1)[1])]
     ranked = re.findall(r"^\W*\d+\. (\S+)", r.stdout, re.M)
     assert [x for x in order if x in ranked] == sorted([x for x in order if x in ranked], key=ranked.index)
+
+
+def _enumeration(bundle: Path, frameworks: List[Dict[str, Any]]) -> None:
+    """framework-devices.json as mlprobe's enumeration writes it (the fields the planner reads)."""
+    (bundle / "framework-devices.json").write_text(json.dumps(
+        {"python": "/usr/bin/python3", "python_version": "3.12", "method": "child per framework",
+         "frameworks": frameworks}))
+
+
+def test_a_tensorflow_whose_import_failed_wins_no_tie(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, NVIDIA_TIE, [{"name": "tensorflow", "version": "2.21.0"}])
+    _enumeration(bundle, [{"name": "tensorflow", "version": "2.21.0", "devices": [], "unavailable": [],
+                           "error": "ImportError: libcudart.so.12: cannot open shared object file", "seconds": 1.0}])
+    plan = _plan(bundle)
+    assert plan["recommended"][0]["recipe"] == "torch-cuda"
+    assert "tensorflow: its import failed there" in plan["ranking"]
+    assert _proposed(bundle) == "torch-cuda"
+
+
+def test_a_tensorflow_that_enumerates_still_wins(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, NVIDIA_TIE, [{"name": "tensorflow", "version": "2.21.0"}])
+    _enumeration(bundle, [{"name": "tensorflow", "version": "2.21.0", "error": None, "seconds": 2.0,
+                           "devices": [{"id": "/GPU:0", "kind": "gpu", "name": "NVIDIA H100"}], "unavailable": []}])
+    assert _plan(bundle)["recommended"][0]["recipe"] == "tensorflow-cuda"
+
+
+def test_the_crashed_enumeration_fixture_says_torch_failed() -> None:
+    plan = _plan(FIXTURES / "synthetic-linux-nvidia-h200-enumeration-crashed")
+    assert plan["recommended"][0]["recipe"] == "torch-cuda" and "torch: its import failed there" in plan["ranking"]

@@ -214,7 +214,8 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     from ..install.steps import pick
 
     report = pipeline.scan_report(host, host_source(host, args))
-    plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
+    plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ,
+                         host=host)
     return pick(plan, args.recipe), report, host.kind == "replay"
 
 

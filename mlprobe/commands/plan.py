@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     host = make_host(args)
     report = pipeline.scan_report(host, host_source(host, args), scanner=scan_host)
-    plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ)
+    plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ, host=host)
     from ..plan.multigpu import VARIABLES, gpu_use
 
     # How many GPUs each framework will use: the host's environment (host.json on replay) decides.

@@ -11,7 +11,7 @@ id; `Plan.ranking` says in words why the first recommendation is first.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model.facts import Facts, FrameworkFacts
 from ..model.jsontypes import JsonObject, JsonValue
@@ -56,13 +56,15 @@ _DISTRIBUTIONS = {
 _CANNOT_RUN = {"tensorflow": "tensorflow-cpu"}
 
 
-def working_frameworks(installed: Mapping[str, FrameworkFacts], verdicts: Mapping[str, Verdict]) -> Tuple[str, ...]:
+def working_frameworks(installed: Mapping[str, FrameworkFacts], verdicts: Mapping[str, Verdict],
+                       failing: Collection[str] = ()) -> Tuple[str, ...]:
     """The plan frameworks installed in the target Python (the scan's list of its distributions) that
-    can start there: a framework whose every build is refused on this CPU (TensorFlow without AVX
-    dies with "Illegal instruction" on import) is installed but does not count."""
+    can start there: one whose import failed where the machine's own framework enumeration says so
+    (`failing`, from framework-devices.json), or whose every build is refused on this CPU (TensorFlow
+    without AVX dies with "Illegal instruction" on import), is installed but does not count."""
     out: List[str] = []
     for fw in vocabulary().plan_frameworks():
-        if not any(d in installed for d in _DISTRIBUTIONS.get(fw, (fw,))):
+        if not any(d in installed for d in _DISTRIBUTIONS.get(fw, (fw,))) or fw in failing:
             continue
         probe = _CANNOT_RUN.get(fw)
         if probe and probe in verdicts and verdicts[probe].fits is False:
@@ -71,7 +73,8 @@ def working_frameworks(installed: Mapping[str, FrameworkFacts], verdicts: Mappin
     return tuple(out)
 
 
-def ranking_reason(recommended: Sequence[Recommendation], working: Sequence[str]) -> Optional[str]:
+def ranking_reason(recommended: Sequence[Recommendation], working: Sequence[str],
+                   failing: Collection[str] = ()) -> Optional[str]:
     """Why the first recommendation is first, in one sentence (None when nothing fits)."""
     if not recommended:
         return None
@@ -83,8 +86,11 @@ def ranking_reason(recommended: Sequence[Recommendation], working: Sequence[str]
     if first.framework in working:
         why = f"{first.framework} is already installed in the target Python"
     elif first.framework == DEFAULT_FRAMEWORK:
+        broke = [fw for fw in dict.fromkeys([first.framework, *(e.framework for e in tied)]) if fw in failing]
         why = (f"no tied framework is installed in the target Python, so {DEFAULT_FRAMEWORK} "
-               "(the default) goes first")
+               "(the default) goes first") if not broke else (
+            f"no tied framework is installed and starts in the target Python ({', '.join(map(str, broke))}: "
+            f"its import failed there), so {DEFAULT_FRAMEWORK} (the default) goes first")
     else:
         why = "by maturity and name"
     return f"{first.recipe} first: tied with {names} on score {first.score}; {why}"
@@ -136,8 +142,10 @@ def build_plan(
     python: Optional[str] = None,
     index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
+    failing: Collection[str] = (),
 ) -> Plan:
-    """The plan for the scanned facts. `python` ("3.11") overrides the target interpreter;
+    """The plan for the scanned facts. `failing`: frameworks installed in the target Python whose
+    import failed there (they win no tie). `python` ("3.11") overrides the target interpreter;
     `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the environment
     variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the planner itself
     never reads the process environment."""
@@ -173,7 +181,7 @@ def build_plan(
             b = bases.get(r.install.index.id if r.install.index else "")
             missing_index[b.placeholder if b else "<index>"] = b.env if b else None
         recommended.append(_recommendation(r, v, ctx.python.version is not None, details, score(r, v)))
-    working = working_frameworks(ctx.frameworks, verdicts)
+    working = working_frameworks(ctx.frameworks, verdicts, failing)
     recommended.sort(key=lambda e: (-(e.score or 0), e.framework not in working, e.framework != DEFAULT_FRAMEWORK,
                                     MATURITY.get(e.status or "", 5), e.recipe))
     rejected.sort(key=lambda e: (e.status == "retired", e.framework, e.recipe))
@@ -214,7 +222,7 @@ def build_plan(
         retired=tuple(retired),
         installed=tuple(installed),
         warnings=tuple(warnings),
-        ranking=ranking_reason(recommended, working),
+        ranking=ranking_reason(recommended, working, failing),
     )
 
 
