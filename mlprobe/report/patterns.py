@@ -79,6 +79,12 @@ def is_system_account(name: str) -> bool:
     return low in SYSTEM_ACCOUNTS or low.startswith(("systemd-", "_"))
 
 
+def system_names(text: str) -> List[str]:
+    """The names `id` output shows with a system number (`44(video)`, `123(ollama-svc)`), lowercase."""
+    return [m.group(2).lower() for m in ID_NAME.finditer(text)
+            if int(m.group(1)) < SYSTEM_ID_MAX or int(m.group(1)) in NOBODY_IDS]
+
+
 _SECRET_WORDS = frozenset(
     (
         "token secret password passwd passphrase apikey credential credentials auth pat privatekey accesskey "

@@ -52,10 +52,8 @@ from .patterns import (
     MAC_TMP,
     NETRC,
     NOT_USERS,
-    ID_NAME,
-    NOBODY_IDS,
-    SYSTEM_ID_MAX,
     is_system_account,
+    system_names,
     SYSTEM_HOMES,
     POSIX_HOME,
     PRIVATE_KEY_BLOCK,
@@ -154,21 +152,16 @@ class Redactor:
             self._add_name(m.group(1), "user", m.group(1).lower(), authoritative)
 
     def is_system(self, name: str) -> bool:
-        """A system account or group (root, daemon, render, video, ... or one whose number `id` shows
-        is a system one): not personal data, kept as it is."""
+        """A system account or group (patterns.py; or one `id` showed with a system number): kept."""
         return is_system_account(name) or name.strip().lower() in self._system
 
     def learn_system_ids(self, text: str) -> None:
-        """`id` output's `N(name)` pairs: a name with a system number is a system account (a name
-        learned as a user before is then kept as it is)."""
-        for m in ID_NAME.finditer(text):
-            n, name = int(m.group(1)), m.group(2).lower()
-            if n < SYSTEM_ID_MAX or n in NOBODY_IDS:
-                self._system.add(name)
-                if self._names.get(name, ("", ""))[0] == "user":
-                    del self._names[name]
-                    self._authoritative.discard(name)
-                    self._global_re = None
+        for name in system_names(text):  # a name learned as a user before is then kept as it is
+            self._system.add(name)
+            if self._names.get(name, ("", ""))[0] == "user":
+                del self._names[name]
+                self._authoritative.discard(name)
+                self._global_re = None
 
     def add_home(self, path: str) -> None:
         p = path.strip().rstrip("/\\")
@@ -193,35 +186,16 @@ class Redactor:
         return low if re.fullmatch(r"[\d.]+", low) else low.split(".")[0]
 
     def seed_live(self, env: Optional[Mapping[str, str]] = None) -> None:
-        """This machine's own host name, user name and home directory."""
-        import getpass
-        import platform
-        import socket
-        from pathlib import Path
+        """This machine's own host name, user name and home directory (report/seeds.py)."""
+        from .seeds import live_seeds
 
-        env = os.environ if env is None else env
-        for get in (socket.gethostname, platform.node):
-            try:
-                self.add_host(get(), authoritative=True)
-            except Exception:
-                pass
-        try:
-            self.add_user(getpass.getuser(), authoritative=True)
-        except Exception:
-            pass
-        for var in ("USER", "USERNAME", "LOGNAME"):
-            if env.get(var):
-                self.add_user(env[var], authoritative=True)
-        for var in ("HOSTNAME", "COMPUTERNAME"):
-            if env.get(var):
-                self.add_host(env[var], authoritative=True)
-        try:
-            self.add_home(str(Path.home()))
-        except Exception:
-            pass
-        for var in ("HOME", "USERPROFILE"):
-            if env.get(var):
-                self.add_home(env[var])
+        hosts, users, homes = live_seeds(os.environ if env is None else env)
+        for h in hosts:
+            self.add_host(h, authoritative=True)
+        for u in users:
+            self.add_user(u, authoritative=True)
+        for home in homes:
+            self.add_home(home)
 
     def learn(self, text: str, mode: str = "text") -> None:
         """Collect host and user names from one capture (or any text)."""
