@@ -223,7 +223,7 @@ def _json_error(argv: List[str], ref: str, what: str, why: Optional[str], next_s
         return
     import json
 
-    doc: Any = {"error": {"ref": ref, "what": what, "why": why, "next": next_step, "exit_code": code}}
+    doc: Any = {"schema": "mlprobe.error/1", "error": {"ref": ref, "what": what, "why": why, "next": next_step, "exit_code": code}}
     try:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         sys.stdout.flush()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Tuple
 
 from .errors import error_text
 from .model.facts import Facts, ScanReport
@@ -43,12 +43,30 @@ def plan(
     python: Optional[str] = None,
     index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
+    host: Optional[Host] = None,
 ) -> Plan:
-    """The plan for the scanned facts; `env` defaults to this process's environment."""
+    """The plan for the scanned facts; `env` defaults to this process's environment. With the host,
+    a framework whose import failed in the frameworks' own enumeration there (framework-devices.json,
+    where the capture has it) wins no tie."""
     from .plan.planner import build_plan
 
     return build_plan(facts, framework=framework, python=python, index_urls=index_urls,
-                      env=os.environ if env is None else env)
+                      env=os.environ if env is None else env, failing=failing_frameworks(host))
+
+
+def failing_frameworks(host: Optional[Host]) -> Tuple[str, ...]:
+    """The frameworks the capture's own enumeration (framework-devices.json) could not start: an
+    import error or a crashed child. Nothing on a live host that did not take that capture (it is
+    not taken for a plan: it imports every framework)."""
+    if host is None:
+        return ()
+    from .doctor.parse import parse_framework_devices
+
+    cap = host.get("framework-devices.json")
+    if not cap.ok:
+        return ()
+    found = parse_framework_devices(cap.text())
+    return tuple(f.name for f in found.frameworks if f.error) if found is not None else ()
 
 
 def plan_section(facts: Facts, env: Optional[Mapping[str, str]] = None) -> "PlanSection":

@@ -71,7 +71,7 @@ def _some_plan_with(key: str) -> Dict[str, Any]:
         ("installed", lambda d: d["installed"][0].__setitem__("fix", "pip install x"), "installed[0].fix"),
         ("recommended", lambda d: d["recommended"][0].__setitem__("packages", {"torch": 1}),
          "recommended[0]: 'packages'"),
-        ("recommended", lambda d: d.__setitem__("plan_version", "1"), "plan_version: expected an integer"),
+        ("recommended", lambda d: d.__setitem__("schema", 1), "schema: expected a string"),
         ("recommended", lambda d: d["target"].__setitem__("wsl", "no"), "target.wsl: expected true or false"),
         ("recommended", lambda d: d.__setitem__("top", ["torch-cpu"]), "top: expected an object"),
     ],

@@ -117,7 +117,7 @@ def test_scan_json_and_frameworks(tmp_path: Path) -> None:
 
 
 def _plan(top: str, title: str) -> Plan:
-    return Plan(plan_version=1, framework="any", target=PlanTarget(None, None, None, None, None),
+    return Plan(schema="mlprobe.plan/2", framework="any", target=PlanTarget(None, None, None, None, None),
                 top={"torch": top}, recommended=(Recommendation(recipe=top, title=title),), rejected=(),
                 retired=(), installed=(), warnings=())
 

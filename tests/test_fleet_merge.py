@@ -108,7 +108,7 @@ def test_cli_merge_show_and_json(templates: List[Dict[str, Any]], tmp_path: Path
     jsonschema.validate(doc, fleet_schema())
     assert doc == json.loads(out.read_text())
     assert main(["schema", "fleet"]) == 0
-    assert json.loads(capsys.readouterr().out)["properties"]["fleet_version"] == {"const": 1}
+    assert json.loads(capsys.readouterr().out)["properties"]["schema"] == {"const": "mlprobe.fleet/2"}
 
 
 def _bad_files(tmp: Path, good: bytes) -> Dict[str, Tuple[Path, str]]:

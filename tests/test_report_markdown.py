@@ -193,7 +193,7 @@ def test_a_tiny_limit_keeps_the_summary() -> None:
 
 
 def _plan(top: Dict[str, Any], *recommended: Recommendation) -> Plan:
-    return Plan(plan_version=1, framework="any", target=PlanTarget(None, None, None, None, None), top=top,
+    return Plan(schema="mlprobe.plan/2", framework="any", target=PlanTarget(None, None, None, None, None), top=top,
                 recommended=recommended, rejected=(), retired=(), installed=(), warnings=())
 
 

@@ -58,7 +58,7 @@ def test_a_fifo_with_a_reader_gets_the_report(tmp_path: Path, capsys: pytest.Cap
     assert report_to(fifo, capsys) == 0
     t.join(10)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert json.loads(got[0])["report_version"]
+    assert json.loads(got[0])["schema"] == "mlprobe.report/2"
 
 
 @posix_only
@@ -80,4 +80,4 @@ def test_a_symlink_keeps_pointing_at_its_file(tmp_path: Path, capsys: pytest.Cap
     link.symlink_to(real)
     assert report_to(link, capsys) == 0
     assert link.is_symlink() and os.readlink(link) == str(real)
-    assert json.loads(real.read_text(encoding="utf-8"))["report_version"]
+    assert json.loads(real.read_text(encoding="utf-8"))["schema"] == "mlprobe.report/2"

@@ -31,7 +31,7 @@ def live_report() -> dict:
 
 def test_live_scan_json_validates(live_report: dict, scan_schema: dict) -> None:
     jsonschema.validate(live_report, scan_schema)
-    assert live_report["report_version"] == 1
+    assert live_report["schema"] == "mlprobe.scan/2"
     assert {p["name"] for p in live_report["probes"]} >= {"cpu", "os", "python", "memory", "opencl", "frameworks"}
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from ..model.docversion import schema_id
 from ..model.vocabulary import vocabulary
 from .common import print_json
 
@@ -172,12 +173,13 @@ def run(args: argparse.Namespace) -> int:
         if not cap.ok:
             raise MlprobeError("--reuse-installed: the bundle has no pip-list.txt",
                                why="the packages of that machine's Python are not in its capture",
-                               next_step="capture `python -m pip list > pip-list.txt` beside it, or leave out "
-                                         "--reuse-installed", ref="E546", exit_code=EXIT_USAGE)
+                               next_step="capture that machine again with `mlprobe capture DIR` (it writes "
+                                         "pip-list.txt), or put `python -m pip list > pip-list.txt` beside it, "
+                                         "or leave out --reuse-installed", ref="E546", exit_code=EXIT_USAGE)
         provided = parse_installed(cap.text())
     result = _make(iplan, target, out, str(args.replay), provided)
     if args.json:
-        print_json({"schema": "mlprobe.bundle/1", "recipe": iplan.recipe, **result.to_dict()})
+        print_json({"schema": schema_id("bundle"), "recipe": iplan.recipe, **result.to_dict()})
     else:
         _say(result, iplan.notes)
     return EXIT_OK
@@ -198,7 +200,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
     try:
         doc = json.loads(read_regular(args.fleet, 512 * 1024 * 1024).decode("utf-8"))
         if not is_fleet(doc):
-            raise ValueError("not a fleet report (no fleet_version and nodes)")
+            raise ValueError('not a fleet report (no "schema": "mlprobe.fleet/N" and nodes)')
     except (OSError, UnreadableFile, ValueError, RecursionError) as exc:
         raise MlprobeError(f"cannot read the fleet report {args.fleet}", why=str(exc),
                            next_step="pass a file from `mlprobe fleet scan` or `fleet merge --embed-reports`",
@@ -227,7 +229,7 @@ def _run_fleet(args: argparse.Namespace, opts: "InstallOptions", out: Path) -> i
     tmp = partial_folder(out)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    index: Dict[str, Any] = {"schema": "mlprobe.fleet-bundles/1", "fleet": str(args.fleet), "bundles": [],
+    index: Dict[str, Any] = {"schema": schema_id("fleet-bundles"), "fleet": str(args.fleet), "bundles": [],
                              "skipped": skipped}
     try:
         for key, (iplan, target, members) in sorted(groups.items()):

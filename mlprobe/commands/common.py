@@ -35,6 +35,16 @@ def replay_request(args: argparse.Namespace) -> "tuple[Optional[str], Optional[s
     return None, None
 
 
+def replay_said(args: argparse.Namespace) -> "tuple[str, str]":
+    """How the replay was asked for, in words for an error: ("--replay", "leave out --replay") or
+    ("MLPROBE_REPLAY (set in the environment)", "unset MLPROBE_REPLAY"): an error never names a flag
+    the person did not pass."""
+    _replay, via = replay_request(args)
+    if via == REPLAY_ENV:
+        return f"{REPLAY_ENV} (set in the environment)", f"unset {REPLAY_ENV}"
+    return "--replay", "leave out --replay"
+
+
 def make_host(args: argparse.Namespace) -> Host:
     replay, via = replay_request(args)
     if replay:

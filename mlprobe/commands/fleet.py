@@ -213,7 +213,8 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def read_fleet(path: str) -> Dict[str, Any]:
-    from ..fleet.document import FLEET_VERSION
+    from ..fleet.document import is_fleet
+    from ..model.docversion import VersionError, upgraded, version_of
     from ..scan.capture import UnreadableFile, read_regular
 
     shown = ui.display_path(path)
@@ -241,20 +242,21 @@ def read_fleet(path: str) -> Dict[str, Any]:
         raise bad(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise bad("JSON nested too deeply to read") from None
-    if not isinstance(doc, dict) or "fleet_version" not in doc:
+    if not isinstance(doc, dict) or not (is_fleet(doc) or "fleet_version" in doc
+                                         or str(doc.get("schema", "")).startswith("mlprobe.fleet/")):
         hint = " (it looks like a node report: merge node reports with `mlprobe fleet merge`)" \
-            if isinstance(doc, dict) and "report_version" in doc else ""
-        raise bad("it has no fleet_version: not a fleet report" + hint)
-    v = doc.get("fleet_version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise bad(f"fleet_version is {v!r}, expected 1")
-    if v > FLEET_VERSION:
-        raise bad(f"fleet_version {v} is newer than this mlprobe reads ({FLEET_VERSION}); upgrade mlprobe")
+            if isinstance(doc, dict) and ("report_version" in doc or "scan" in doc) else ""
+        raise bad('it has no "schema": "mlprobe.fleet/N": not a fleet report' + hint)
+    try:
+        version_of(doc, "fleet")
+    except VersionError as exc:
+        raise bad(str(exc)) from None
+    out: Dict[str, Any] = upgraded(doc, "fleet")
     shape = {"summary": dict, "nodes": list, "groups": list, "drift": list}
     for key, kind in shape.items():
-        if not isinstance(doc.get(key), kind):
+        if not isinstance(out.get(key), kind):
             raise bad(f"{key} is missing or not a JSON {'object' if kind is dict else 'list'}")
-    return doc
+    return out
 
 
 def run_show(args: argparse.Namespace) -> int:

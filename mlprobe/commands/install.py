@@ -214,7 +214,8 @@ def _recommendation(args: argparse.Namespace) -> "tuple[Recommendation, Optional
     from ..install.steps import pick
 
     report = pipeline.scan_report(host, host_source(host, args))
-    plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ)
+    plan = pipeline.plan(report, framework=args.framework, python=_plan_python(args.python), env=os.environ,
+                         host=host)
     return pick(plan, args.recipe), report, host.kind == "replay"
 
 
@@ -334,12 +335,19 @@ def run(args: argparse.Namespace) -> int:
     opts = _options(args)
     rec, report, replay = _recommendation(args)
     plan = build_plan(rec, opts)
-    if args.from_lock:
-        if replay:
-            from ..errors import EXIT_USAGE, MlprobeError
+    if replay and (args.apply or args.from_lock):
+        from ..errors import EXIT_USAGE, MlprobeError
+        from .common import replay_said
 
-            raise MlprobeError("--from-lock with --replay", why="a lock is installed on the machine it is for",
-                               next_step="leave out --replay", ref="E523", exit_code=EXIT_USAGE)
+        said, drop = replay_said(args)
+        if args.from_lock:
+            raise MlprobeError(f"--from-lock with {said}", why="a lock is installed on the machine it is for",
+                               next_step=drop, ref="E523", exit_code=EXIT_USAGE)
+        raise MlprobeError(f"--apply with {said}: the plan is for the captured machine",
+                           why="a replayed bundle describes the machine it was captured on",
+                           next_step=f"run `mlprobe install --apply` on that machine, or {drop} to install "
+                                     "on this one", ref="E512", exit_code=EXIT_USAGE)
+    if args.from_lock:
         plan.lock_file = str(Path(args.from_lock).expanduser().absolute())
     overrides = _overrides(report)
     if overrides and not args.json:
@@ -374,6 +382,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
                 replay: bool) -> int:
     from ..errors import EXIT_OK, exit_status
     from ..install.apply import apply, prepare
+    from ..model.docversion import schema_id
     from ..render import install_terminal as out
     from .common import print_json
 
@@ -381,7 +390,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
         pre = prepare(plan, opts, report=report, replay=replay, on_progress=say)  # type: ignore[arg-type]
     if not args.apply:
         if args.json:
-            print_json({"schema": "mlprobe.install/1", "applied": False, **pre.to_dict(),
+            print_json({"schema": schema_id("install"), "applied": False, **pre.to_dict(),
                         **({"overrides": _overrides(report)} if _overrides(report) else {})})
         else:
             from .. import ui
@@ -401,7 +410,7 @@ def _run_locked(args: argparse.Namespace, opts: "object", plan: "object", report
     finally:
         progress.close()
     if args.json:
-        print_json({"schema": "mlprobe.install/1", "applied": True, **pre.to_dict(),
+        print_json({"schema": schema_id("install"), "applied": True, **pre.to_dict(),
                     **({"overrides": _overrides(report)} if _overrides(report) else {}),
                     "result": result.to_dict()})
     else:

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from ..errors import EXIT_USAGE, MlprobeError
+from ..errors import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, MlprobeError
 from ..model.vocabulary import vocabulary
 from ..urls import mask_doc
 from .common import add_replay, host_source, make_host, print_json, scan_host
@@ -45,11 +45,12 @@ def run(args: argparse.Namespace) -> int:
         )
     from .. import pipeline
     from ..model.contract import to_json
+    from ..model.docversion import schema_id
     from ..plan.planner import explain_variants, why_not
 
     host = make_host(args)
     report = pipeline.scan_report(host, host_source(host, args), scanner=scan_host)
-    plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ)
+    plan = pipeline.plan(report, framework=args.framework, python=args.python, env=os.environ, host=host)
     from ..plan.multigpu import VARIABLES, gpu_use
 
     # How many GPUs each framework will use: the host's environment (host.json on replay) decides.
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                 ref="E202",
                 exit_code=EXIT_USAGE,
             ) from None
+        doc = {"schema": schema_id("why-not"), **doc}
         doc["variants"] = [to_json(v) for v in explain_variants(report, str(doc["recipe"]), python=args.python)]
         doc["target"] = plan.to_json()["target"]
         if args.json:
@@ -87,4 +89,5 @@ def run(args: argparse.Namespace) -> int:
 
         render_plan(shown)
     sys.stdout.flush()
-    return 0
+    # the plan is printed either way; "nothing fits" is the promised exit status 3 (docs/exit-codes.md)
+    return EXIT_OK if plan.recommended else EXIT_UNAVAILABLE

@@ -1,20 +1,73 @@
-"""`mlprobe schema [scan|plan|verify|doctor|report|recipe|fleet]`: print a JSON Schema mlprobe publishes."""
+"""`mlprobe schema [KIND]`: print the JSON Schema of a document mlprobe writes. Every document carries
+`"schema": "mlprobe.<kind>/<n>"`, and its schema's `$id` is that same value."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import Any, Callable, Dict
+
+KINDS = ("scan", "plan", "install", "bundle", "verify", "doctor", "report", "diff", "fleet", "recipe")
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("schema", help="print the JSON Schema of `mlprobe scan --json` (or of a report)")
-    p.add_argument("which", nargs="?", choices=("scan", "plan", "verify", "doctor", "report", "recipe", "fleet"),
-                   default="scan",
-                   help="scan: `mlprobe scan --json` (default); plan: `mlprobe plan --json`; verify: "
-                        "`mlprobe verify --json`; doctor: `mlprobe doctor --json`; report: `mlprobe report`; recipe: a recipe file; fleet: "
-                        "`mlprobe fleet scan|merge`")
+    p = sub.add_parser("schema", help="print the JSON Schema of a document mlprobe writes (default: scan)")
+    p.add_argument("which", nargs="?", choices=KINDS, default="scan", metavar="KIND",
+                   help="scan (`mlprobe scan --json`, the default), plan, install, bundle, verify, doctor, "
+                        "report, diff, fleet (`fleet scan|merge`) or recipe (a recipe file): "
+                        "one of " + ", ".join(KINDS))
     p.set_defaults(func=run)
+
+
+def schema_of(which: str) -> Dict[str, Any]:
+    """The published JSON Schema of one kind of document."""
+    from ..model.docversion import with_id
+
+    def scan() -> Dict[str, Any]:
+        from ..schema import scan_schema
+        return scan_schema()
+
+    def report() -> Dict[str, Any]:
+        from ..report.envelope import report_schema
+        return dict(report_schema())
+
+    def plan() -> Dict[str, Any]:
+        from ..model.plan import plan_schema
+        return plan_schema()
+
+    def verify() -> Dict[str, Any]:
+        from ..verify.schema import VERIFY_SCHEMA
+        return with_id(VERIFY_SCHEMA, "verify")
+
+    def doctor() -> Dict[str, Any]:
+        from ..model.doctor import doctor_schema
+        return doctor_schema()
+
+    def fleet() -> Dict[str, Any]:
+        from ..fleet.document import fleet_schema
+        return dict(fleet_schema())
+
+    def install() -> Dict[str, Any]:
+        from ..model.docschemas import INSTALL_SCHEMA
+        return INSTALL_SCHEMA
+
+    def bundle() -> Dict[str, Any]:
+        from ..model.docschemas import BUNDLE_SCHEMA
+        return BUNDLE_SCHEMA
+
+    def diff() -> Dict[str, Any]:
+        from ..model.docschemas import DIFF_SCHEMA
+        return DIFF_SCHEMA
+
+    def recipe() -> Dict[str, Any]:
+        from ..recipes import recipe_schema
+        return dict(recipe_schema())
+
+    makers: Dict[str, Callable[[], Dict[str, Any]]] = {
+        "scan": scan, "report": report, "plan": plan, "verify": verify, "doctor": doctor, "fleet": fleet,
+        "install": install, "bundle": bundle, "diff": diff, "recipe": recipe}
+    return makers[which]()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,29 +76,5 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(schema_text())
         return 0
-    if args.which == "report":
-        from ..report.envelope import report_schema
-
-        doc = report_schema()
-    elif args.which == "plan":
-        from ..model.plan import plan_schema
-
-        doc = plan_schema()
-    elif args.which == "verify":
-        from ..verify.schema import VERIFY_SCHEMA
-
-        doc = VERIFY_SCHEMA
-    elif args.which == "doctor":
-        from ..model.doctor import doctor_schema
-
-        doc = doctor_schema()
-    elif args.which == "fleet":
-        from ..fleet.document import fleet_schema
-
-        doc = fleet_schema()
-    else:
-        from ..recipes import recipe_schema
-
-        doc = recipe_schema()
-    sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    sys.stdout.write(json.dumps(schema_of(args.which), indent=2) + "\n")
     return 0

@@ -40,8 +40,11 @@ def settings_only_command(args: argparse.Namespace, opts: "InstallOptions", rec:
     from .common import print_json
 
     if replay:
-        raise MlprobeError("--settings-only with --replay", why="the settings are written into a venv on this machine",
-                           next_step="leave out --replay", ref="E523", exit_code=EXIT_USAGE)
+        from .common import replay_said
+
+        said, drop = replay_said(args)
+        raise MlprobeError(f"--settings-only with {said}", why="the settings are written into a venv on this machine",
+                           next_step=drop, ref="E523", exit_code=EXIT_USAGE)
     venv = _venv(args.venv, "--settings-only")
     plan = build_plan(rec, opts)
     python = str(venv_python(venv))

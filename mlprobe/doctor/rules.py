@@ -10,7 +10,7 @@ import string
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..model.doctor import (DOCTOR_KIND, DOCTOR_VERSION, DoctorResult, Finding, FrameworkSeen, LibraryLoad,
+from ..model.doctor import (DOCTOR_KIND, DOCTOR_SCHEMA, DoctorResult, Finding, FrameworkSeen, LibraryLoad,
                             RuleOutcome, SEVERITIES)
 from ..model.facts import Facts, FrameworkFacts, ScanReport
 from ..model.jsontypes import JsonObject
@@ -206,7 +206,7 @@ def diagnose(host: Host, scan: ScanReport, plan_fn: Callable[[Facts, Optional[st
                                                                                          "wsl-detected")]
     seen = _seen(enum)
     blocking = any(f.severity == "blocking" for f in findings)
-    return DoctorResult(doctor_version=DOCTOR_VERSION, kind=DOCTOR_KIND, verdict="blocking" if blocking else "ok",
+    return DoctorResult(schema=DOCTOR_SCHEMA, kind=DOCTOR_KIND, verdict="blocking" if blocking else "ok",
                         summary=summary(findings, environment, seen, facts),
                         python=python or (enum.python if enum else None) or scan.python.executable,
                         source=dict(source or scan.source or {"kind": host.kind}),

@@ -24,9 +24,10 @@ from .. import __version__
 from ..model.jsontypes import JsonObject
 from ..report.envelope import utc_now
 from .group import build_groups
+from ..model.docversion import parse, schema_id
 from .model import Drift, FleetDocument, FleetNode, FleetSource, FleetSummary, Group
 
-FLEET_VERSION = 1
+FLEET_SCHEMA = schema_id("fleet")
 FLEET_KIND = "mlprobe-fleet"
 
 # ok: a report; error: the scan failed on the node; timeout: no answer within the time limit;
@@ -51,7 +52,7 @@ def assemble(nodes: Sequence[FleetNode], groups: Sequence[Group], drift: Sequenc
     """The fleet report from its nodes and the groups and drift made of them."""
     group_of = {name: g.id for g in groups for name in g.nodes}
     return FleetDocument(
-        fleet_version=FLEET_VERSION,
+        schema=FLEET_SCHEMA,
         kind=FLEET_KIND,
         mlprobe_version=__version__,
         generated_at=now or utc_now(),
@@ -82,4 +83,8 @@ def fleet_schema() -> JsonObject:
 
 
 def is_fleet(doc: object) -> bool:
-    return isinstance(doc, dict) and "fleet_version" in doc and isinstance(doc.get("nodes"), list)
+    """A fleet report: `"schema": "mlprobe.fleet/N"`, or an old one's `fleet_version`."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
+        return False
+    got = parse(doc.get("schema"))
+    return (got is not None and got[0] == "fleet") or "fleet_version" in doc

@@ -34,6 +34,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ..model import jsondoc
+from ..model.docversion import CURRENT, parse
 from ..model.contract import to_json
 from ..scan.capture import UnreadableFile, read_regular
 from ..ui import display_path
@@ -104,6 +105,7 @@ class Source(_S):
 
 
 class Scan(_S):
+    schema: Str = None
     report_version: Num = None
     os: Optional[Os] = None
     cpu: Optional[Cpu] = None
@@ -163,6 +165,7 @@ class Report(_S):
     # present at all: not a node report the fast way (a fleet report, a capture bundle to check)
     fleet_version: Union[Any, UnsetType] = UNSET
     capture_bundle: Union[Any, UnsetType] = UNSET
+    schema: Str = None
     report_version: Num = None
     mlprobe_version: Str = None
     scan: Union[Scan, UnsetType] = UNSET
@@ -175,7 +178,12 @@ _decode_report = msgspec.json.Decoder(Report).decode
 _encode = msgspec.json.Encoder().encode
 
 
-def _version_ok(v: Num) -> bool:
+def _version_ok(v: Num, schema: Str, kind: str) -> bool:
+    """Today's key (`"schema": "mlprobe.report/2"`) or an old one's (`report_version: 1`), of a
+    version this mlprobe reads; anything else (a fleet report, a newer version) goes the careful way."""
+    if schema is not None:
+        got = parse(schema)
+        return got is not None and got[0] == kind and 1 <= got[1] <= CURRENT[kind] and v is None
     return v is None or (not isinstance(v, bool) and v == v and int(v) == 1)
 
 
@@ -243,7 +251,8 @@ def fast_report(data: bytes) -> Optional[bytes]:
     except (msgspec.DecodeError, RecursionError):
         return None
     if (r.fleet_version is not UNSET or r.capture_bundle is not UNSET or isinstance(r.scan, UnsetType)
-            or not _version_ok(r.report_version) or not _version_ok(r.scan.report_version)
+            or not _version_ok(r.report_version, r.schema, "report")
+            or not _version_ok(r.scan.report_version, r.scan.schema, "scan")
             or any(_big(v) for v in _numbers(r, r.scan))):
         return None
     return _encode(r)

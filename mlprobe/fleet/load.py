@@ -120,7 +120,9 @@ def read_report(path: str) -> JsonObject:
                               f"column {exc.colno})") from None
     except RecursionError:
         raise ReportFileError(f"{shown}: not a report (JSON nested too deeply to read)") from None
-    if isinstance(doc, dict) and "fleet_version" in doc:
+    from .document import is_fleet
+
+    if is_fleet(doc):
         raise ReportFileError(f"{shown}: this is a fleet report; `fleet merge` takes node reports "
                               "(`mlprobe report` files)")
     try:

@@ -29,7 +29,7 @@ from ..model.contract import from_json, to_json
 from ..model.jsontypes import JsonObject
 from ..report.envelope import utc_now
 from ..ui import display_path
-from .document import FLEET_KIND, FLEET_VERSION, assemble, build_fleet
+from .document import FLEET_KIND, FLEET_SCHEMA, assemble, build_fleet
 from .fastread import Entry, read_chunk_plain
 from .group import build_groups
 from .load import iter_names, load_many, select_inputs
@@ -94,7 +94,7 @@ class MergedFleet:
         put around its summary's JSON, which was encoded once."""
         enc = msgspec.json.encode
         gids = [enc("g-" + key_id(hardware_key(s))) for s in self.summaries]
-        yield (b'{"fleet_version":' + enc(FLEET_VERSION) + b',"kind":' + enc(FLEET_KIND)
+        yield (b'{"schema":' + enc(FLEET_SCHEMA) + b',"kind":' + enc(FLEET_KIND)
                + b',"mlprobe_version":' + enc(__version__) + b',"generated_at":' + enc(self.generated_at)
                + b',"source":' + enc(to_json(self.source)) + b',"summary":' + enc(to_json(self.summary))
                + b',"nodes":[')

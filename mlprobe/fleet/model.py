@@ -228,9 +228,9 @@ class FleetSummary(Record):
 
 @contract
 class FleetDocument(Record):
-    """The fleet report (fleet_version 1, fleet.schema.json)."""
+    """The fleet report (`"schema": "mlprobe.fleet/2"`, fleet.schema.json)."""
 
-    fleet_version: int
+    schema: str
     kind: str
     mlprobe_version: str
     generated_at: str
@@ -249,8 +249,10 @@ class FleetDocument(Record):
     @classmethod
     def from_json(cls, doc: JsonValue) -> "FleetDocument":
         """A fleet report read back (`fleet show FILE`); a field of the wrong shape is a ContractError
-        (a ValueError) naming it."""
-        return from_json(cls, doc)
+        (a ValueError) naming it; an old one (`fleet_version: 1`) too."""
+        from ..model.docversion import upgraded
+
+        return from_json(cls, upgraded(doc, "fleet"))
 
 
 __all__ = ["AgentInfo", "Drift", "FleetDocument", "FleetNode", "FleetSource",

@@ -50,10 +50,18 @@ def lift_pins(venv: Path, txn: Transaction, transcript: Transcript) -> List[str]
 
 
 def _index_of(plan: "InstallPlan") -> Optional[str]:
+    """Where the install took its wheels from, for the pins file's `# from` comment: the index, the
+    --find-links folders (as file: URLs) without an index, or pip's configuration."""
     s = plan.sources
-    if s.no_index or s.use_pip_config:
-        return None
+    if s.use_pip_config:
+        return "pip's configuration" + (" and " + " ".join(_link(d) for d in s.find_links) if s.find_links else "")
+    if s.no_index:
+        return " ".join(_link(d) for d in s.find_links) or None
     return plan.recipe_index_url or s.index_url
+
+
+def _link(d: str) -> str:
+    return d if "://" in d else pins.file_url(Path(d))
 
 
 def inherited_constraints(python: str, pip_cmd: Sequence[str]) -> Tuple[List[str], Optional[str]]:

@@ -38,7 +38,7 @@ from ..venvconf import activate
 PINS_FILE = "mlprobe-pins.txt"
 UV_VAR = "UV_CONSTRAINT"
 _HEADER = "# mlprobe build pins"
-_PIN_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s#;]+)\s*(?:#\s*from\s+(\S+))?\s*$")
+_PIN_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s#;]+)\s*(?:#\s*from\s+(.+?))?\s*$")
 _META = re.compile(r"^#\s*(recipe|pip-conf):\s*(.*)$")
 
 
@@ -48,8 +48,8 @@ def pip_conf_name() -> str:
 
 @dataclass(frozen=True)
 class Pin:
-    """One kept build: the distribution, its exact version (with its local label), and the index
-    it came from (None when unknown)."""
+    """One kept build: the distribution, its exact version (with its local label), and where it
+    came from: the index URL, the --find-links folders, or "pip's configuration" (None when unknown)."""
     name: str
     version: str
     index: Optional[str] = None

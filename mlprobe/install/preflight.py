@@ -99,9 +99,20 @@ def choose_target(opts: InstallOptions, plan: InstallPlan, report: Optional[Fact
         target = target_from_report(report) if report is not None else None
         if target is None:
             guess = opts.python if opts.python and os.sep not in opts.python else None
-            target = target_for_interpreter(guess or f"{sys.version_info[0]}.{sys.version_info[1]}")
-            plan.warnings.append("the bundle has no Python facts: resolved for Python "
-                                 f"{target.python_version} on this machine's platform instead")
+            version = guess or f"{sys.version_info[0]}.{sys.version_info[1]}"
+            # the captured machine's platform where the capture says it (a Windows capture without
+            # Python facts is still a Windows machine), this machine's only where it does not
+            import dataclasses
+
+            target = target_from_report(dataclasses.replace(
+                report, python=dataclasses.replace(report.python, version=version))) if report is not None else None
+            if target is not None:
+                plan.warnings.append(f"the bundle has no Python facts: resolved for Python {version} on the "
+                                     f"captured machine's platform ({target.platforms[0]})")
+            else:
+                target = target_for_interpreter(version)
+                plan.warnings.append("the bundle has no Python facts and names no platform: resolved for Python "
+                                     f"{target.python_version} on this machine's platform instead")
         return TargetEnv(mode="replay", path=None, python="", info=None, target=target)
     if opts.system:
         if opts.venv:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Dict, Optional, Tuple
 
+from .docversion import schema_id, upgraded, with_id
 from .contract import contract, from_json, json_schema, OPTIONAL_KEY, Record, to_json
 
-DOCTOR_VERSION = 1
+DOCTOR_SCHEMA = schema_id("doctor")
 DOCTOR_KIND = "mlprobe-doctor"
 SEVERITIES = ("blocking", "warning", "info")
 LINKS = ("build", "nvidia", "amd", "visibility", "libraries", "container", "wsl", "macos", "opencl",
@@ -104,7 +105,7 @@ class DoctorResult(Record):
     """`mlprobe doctor --json`: the verdict, the findings (blocking first), every rule's outcome, what
     the frameworks saw, and where the facts came from."""
 
-    doctor_version: int
+    schema: str
     kind: str
     verdict: str  # "blocking" or "ok"
     summary: str
@@ -128,7 +129,7 @@ class DoctorResult(Record):
 
     @classmethod
     def from_json(cls, doc: Any) -> "DoctorResult":
-        return from_json(cls, doc)
+        return from_json(cls, upgraded(doc, "doctor"))
 
 
 def doctor_schema() -> Dict[str, Any]:
@@ -141,9 +142,8 @@ def doctor_schema() -> Dict[str, Any]:
     defs["RuleOutcome"]["properties"]["outcome"]["enum"] = ["found", "clear", "unknown"]
     doc["properties"]["verdict"]["enum"] = ["blocking", "ok"]
     doc["properties"]["kind"]["const"] = DOCTOR_KIND
-    doc["properties"]["doctor_version"]["const"] = DOCTOR_VERSION
-    return doc
+    return with_id(doc, "doctor")
 
 
-__all__ = ["DOCTOR_KIND", "DOCTOR_VERSION", "DoctorResult", "Evidence", "Finding", "FrameworkSeen", "LINKS",
+__all__ = ["DOCTOR_KIND", "DOCTOR_SCHEMA", "DoctorResult", "Evidence", "Finding", "FrameworkSeen", "LINKS",
            "RuleOutcome", "SEVERITIES", "doctor_schema"]

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
+from .docversion import schema_id, upgraded
 from .contract import contract, from_json, KEYS_FIELD, NOT_JSON_FIELD, OPTIONAL_KEY, Record, to_json, unknown_as
 
 R = TypeVar("R", bound="Runtime")
@@ -429,15 +430,15 @@ class Facts(_ToDict):
         return from_json(cls, doc, lenient=True)
 
 
-REPORT_VERSION = 1
+SCAN_SCHEMA = schema_id("scan")
 
 
 @contract
 class ScanReport(Facts):
-    """The scan as `mlprobe scan --json` writes it (report_version 1): the Facts with mlprobe's version
+    """The scan as `mlprobe scan --json` writes it (`"schema": "mlprobe.scan/2"`): the Facts with mlprobe's version
     and where the scan came from (`{"kind": "live"}`, `{"kind": "replay", "bundle": ...}`)."""
 
-    report_version: int = REPORT_VERSION
+    schema: str = SCAN_SCHEMA
     mlprobe_version: str = ""
     source: Optional[Mapping[str, str]] = field(default=None, metadata=OPTIONAL_KEY)
 
@@ -452,17 +453,18 @@ class ScanReport(Facts):
         return Facts(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Facts)})
 
     def to_json(self) -> Dict[str, Any]:
-        """The header first (report_version, mlprobe_version, source), then the facts."""
+        """The header first (schema, mlprobe_version, source), then the facts."""
         doc: Dict[str, Any] = to_json(self)
-        head: Dict[str, Any] = {k: doc.pop(k) for k in ("report_version", "mlprobe_version", "source") if k in doc}
+        head: Dict[str, Any] = {k: doc.pop(k) for k in ("schema", "mlprobe_version", "source") if k in doc}
         return {**head, **doc}
 
     to_dict = to_json
 
     @classmethod
     def from_json(cls, doc: Any) -> "ScanReport":
-        """A scan report; a field of the wrong shape is a ContractError naming it."""
-        return from_json(cls, doc)
+        """A scan report (an old one, `report_version: 1`, too); a field of the wrong shape is a
+        ContractError naming it."""
+        return from_json(cls, upgraded(doc, "scan"))
 
 
 @dataclass

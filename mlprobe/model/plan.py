@@ -12,9 +12,10 @@ import json
 from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from .docversion import schema_id, upgraded, with_id
 from .contract import contract, ContractError, from_json, json_schema, OPTIONAL_KEY, Record, to_json
 
-PLAN_VERSION = 1
+PLAN_SCHEMA = schema_id("plan")
 
 
 @contract
@@ -250,7 +251,7 @@ class Plan(Record):
     """mlprobe plan: the recipes that fit (ranked), those that do not (and why), retired paths and
     findings on what is installed."""
 
-    plan_version: int
+    schema: str
     framework: str
     target: PlanTarget
     top: Mapping[str, Optional[str]]
@@ -263,6 +264,9 @@ class Plan(Record):
     # and where the scan came from; absent from a plan made without a host
     gpu_use: Optional[Tuple[GpuUse, ...]] = field(default=None, metadata=OPTIONAL_KEY)
     source: Optional[Mapping[str, Any]] = field(default=None, metadata=OPTIONAL_KEY)
+    # why the first recommendation is first (a tie broken by what is installed, or torch by default);
+    # None when nothing fits
+    ranking: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         doc: Dict[str, Any] = to_json(self)
@@ -270,13 +274,14 @@ class Plan(Record):
 
     @classmethod
     def from_json(cls, doc: Any) -> "Plan":
-        """A plan from `plan --json`; a field of the wrong shape is a ContractError naming it."""
-        return from_json(cls, doc)
+        """A plan from `plan --json` (an old one, `plan_version: 1`, too); a field of the wrong shape
+        is a ContractError naming it."""
+        return from_json(cls, upgraded(doc, "plan"))
 
 
 def plan_schema() -> Dict[str, Any]:
     """The JSON Schema of `mlprobe plan --json`, derived from the types above."""
-    return json_schema(Plan, "mlprobe plan")
+    return with_id(json_schema(Plan, "mlprobe plan"), "plan")
 
 
 def plan_of_report(doc: Any) -> Optional[Plan]:
@@ -285,10 +290,10 @@ def plan_of_report(doc: Any) -> Optional[Plan]:
     if not isinstance(doc, dict) or doc.get("available") is False:
         return None
     try:
-        return from_json(Plan, doc, lenient=True)
+        return from_json(Plan, upgraded(doc, "plan"), lenient=True)
     except ContractError:
         return None
 
 
-__all__ = ["ConfigFile", "ContractError", "GpuUse", "IndexRef", "InstalledFinding", "PLAN_VERSION", "Plan", "PlanTarget",
+__all__ = ["ConfigFile", "ContractError", "GpuUse", "IndexRef", "InstalledFinding", "PLAN_SCHEMA", "Plan", "PlanTarget",
            "Recommendation", "Rejection", "RetiredPath", "ShimStep", "VerifyTarget", "plan_of_report", "plan_schema"]

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from .docversion import schema_id, upgraded
 from .contract import contract, from_json, OPTIONAL_KEY, Record, to_json
 from .doctor import DoctorResult
 from .facts import ScanReport
 from .plan import Plan
 from .verify import VerifyResult
 
-REPORT_VERSION = 1
+REPORT_SCHEMA = schema_id("report")
 REPORT_KIND = "mlprobe-report"
 
 
@@ -128,7 +129,7 @@ class DoctorSection(Record):
 class ReportEnvelope(Record):
     """mlprobe report: the redacted scan, its plan (or a note why there is none) and verify results."""
 
-    report_version: int
+    schema: str
     kind: str
     mlprobe_version: str
     generated_at: str
@@ -147,9 +148,10 @@ class ReportEnvelope(Record):
 
     @classmethod
     def from_json(cls, doc: Any) -> "ReportEnvelope":
-        """A report envelope; a field of the wrong shape is a ContractError naming it."""
-        return from_json(cls, doc)
+        """A report envelope (an old one, `report_version: 1`, too); a field of the wrong shape is a
+        ContractError naming it."""
+        return from_json(cls, upgraded(doc, "report"))
 
 
-__all__ = ["BundleFile", "CaptureBundle", "DoctorSection", "PlanSection", "REPORT_KIND", "REPORT_VERSION",
+__all__ = ["BundleFile", "CaptureBundle", "DoctorSection", "PlanSection", "REPORT_KIND", "REPORT_SCHEMA",
            "RedactionCount", "Redactions", "ReportEnvelope", "Unavailable", "VerifySection"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-# The major report_version this mlprobe reads and writes.
-READS_MAJOR = 1
+from .docversion import VersionError, parse, version_of
+
 # A report or scan JSON larger than this is not one mlprobe wrote (the raw captures it embeds are
 # capped at 8 MiB each).
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
@@ -35,18 +35,18 @@ def _type_name(v: Any) -> str:
 
 
 def check_version(doc: Dict[str, Any], where: str) -> None:
-    if "report_version" not in doc:
-        return  # documents from before versioning (hand-made scan JSONs) are read as version 1
-    v = doc["report_version"]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-        raise DocumentError(f"{where}: report_version is {_type_name(v)} ({v!r}), expected a number such as 1")
-    major = int(v)
-    if major > READS_MAJOR:
-        raise DocumentError(
-            f"{where} has report_version {v}, newer than this mlprobe reads (version {READS_MAJOR}): "
-            "it was written by a newer mlprobe; upgrade mlprobe to read it")
-    if major < 1:
-        raise DocumentError(f"{where}: report_version {v} is not a version mlprobe ever wrote")
+    """The version key of a report (`"schema": "mlprobe.report/N"`) or a scan JSON
+    (`mlprobe.scan/N`), or an old document's `report_version: 1`: one from a newer mlprobe, or a key
+    that is not a version, is refused. Documents without either (hand-made scan JSONs) are read as
+    the first version."""
+    kind = "report" if "scan" in doc else "scan"
+    got = parse(doc.get("schema"))
+    if got is not None and got[0] == "report" and kind == "scan":
+        kind = "report"  # a report whose scan is missing: said by check_document's readers
+    try:
+        version_of(doc, kind)
+    except VersionError as exc:
+        raise DocumentError(f"{where}: {exc}") from None
 
 
 # field -> expected type, for the parts of a scan that diff and plan read.

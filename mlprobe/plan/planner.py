@@ -4,16 +4,18 @@ the retired paths people still read about, and whether what is installed can use
 `build_plan(facts)` is the entry point (plan/commands.py makes a fitting recipe concrete, plan/installed.py
 judges what is installed; `make_plan` plans a scan document). Ranking: expected speed on
 this hardware first (the recipe's speed tier, lower on an integrated GPU), minus a penalty for
-maturity (preview, paused, unmaintained) and for unofficial workarounds; then maturity, then id.
+maturity (preview, paused, unmaintained) and for unofficial workarounds. Where scores tie, a framework
+already installed (and able to run) in the target Python comes first, else torch, then maturity, then
+id; `Plan.ranking` says in words why the first recommendation is first.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional
+from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..model.facts import Facts
+from ..model.facts import Facts, FrameworkFacts
 from ..model.jsontypes import JsonObject, JsonValue
-from ..model.plan import PLAN_VERSION, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
+from ..model.plan import PLAN_SCHEMA, Plan, PlanTarget, Recommendation, Rejection, RetiredPath
 from ..model.recipe import Recipe
 from ..model.vocabulary import vocabulary
 from ..recipes import find_recipe, knowledge, load_recipes
@@ -37,6 +39,75 @@ def score(recipe: Recipe, verdict: Verdict) -> int:
     if eff.unofficial:
         s -= UNOFFICIAL_PENALTY
     return s
+
+
+# The framework that wins a tie when none of the tied ones is installed in the target Python.
+DEFAULT_FRAMEWORK = "torch"
+# The distributions that make a framework "installed" (TensorFlow ships under several names).
+_DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
+                   "tensorflow-rocm"),
+    "jax": ("jax",),
+    "keras": ("keras",),
+}
+# Installed but unable to start: a recipe whose failing condition says the build cannot run here
+# (TensorFlow's wheels need AVX). The framework then wins no tie.
+_CANNOT_RUN = {"tensorflow": "tensorflow-cpu"}
+
+
+def working_frameworks(installed: Mapping[str, FrameworkFacts], verdicts: Mapping[str, Verdict],
+                       failing: Collection[str] = ()) -> Tuple[str, ...]:
+    """The plan frameworks installed in the target Python (the scan's list of its distributions) that
+    can start there: one whose import failed where the machine's own framework enumeration says so
+    (`failing`, from framework-devices.json), or whose every build is refused on this CPU (TensorFlow
+    without AVX dies with "Illegal instruction" on import), is installed but does not count."""
+    out: List[str] = []
+    for fw in vocabulary().plan_frameworks():
+        if not any(d in installed for d in _DISTRIBUTIONS.get(fw, (fw,))) or fw in failing:
+            continue
+        probe = _CANNOT_RUN.get(fw)
+        if probe and probe in verdicts and verdicts[probe].fits is False:
+            continue
+        out.append(fw)
+    return tuple(out)
+
+
+def ranking_reason(recommended: Sequence[Recommendation], working: Sequence[str],
+                   failing: Collection[str] = ()) -> Optional[str]:
+    """Why the first recommendation is first, in one sentence (None when nothing fits)."""
+    if not recommended:
+        return None
+    first = recommended[0]
+    tied = [e for e in recommended[1:] if e.score == first.score and e.framework != first.framework]
+    if not tied:
+        return f"{first.recipe} first: the highest score on this hardware ({first.score})"
+    names = ", ".join(dict.fromkeys(e.recipe for e in tied))
+    if first.framework in working:
+        why = f"{first.framework} is already installed in the target Python"
+    elif first.framework == DEFAULT_FRAMEWORK:
+        broke = [fw for fw in dict.fromkeys([first.framework, *(e.framework for e in tied)]) if fw in failing]
+        why = (f"no tied framework is installed in the target Python, so {DEFAULT_FRAMEWORK} "
+               "(the default) goes first") if not broke else (
+            f"no tied framework is installed and starts in the target Python ({', '.join(map(str, broke))}: "
+            f"its import failed there), so {DEFAULT_FRAMEWORK} (the default) goes first")
+    else:
+        why = "by maturity and name"
+    return f"{first.recipe} first: tied with {names} on score {first.score}; {why}"
+
+
+def _top_in_ranking_order(recommended: Sequence[Recommendation], framework: str) -> Dict[str, Optional[str]]:
+    """Each planned framework's best recipe, the frameworks in the order of the ranking (those with
+    nothing that fits last), so that "Best fit" reads like the numbered list."""
+    found: Dict[str, Optional[str]] = {}
+    for e in recommended:
+        for fw in find_recipe(e.recipe).frameworks:
+            if fw in vocabulary().plan_frameworks() and framework in ("any", fw):
+                found.setdefault(fw, e.recipe)
+    for fw in vocabulary().plan_frameworks():
+        if framework in ("any", fw):
+            found.setdefault(fw, None)
+    return found
 
 
 def make_plan(
@@ -72,8 +143,10 @@ def build_plan(
     python: Optional[str] = None,
     index_urls: Optional[Mapping[str, str]] = None,
     env: Optional[Mapping[str, str]] = None,
+    failing: Collection[str] = (),
 ) -> Plan:
-    """The plan for the scanned facts. `python` ("3.11") overrides the target interpreter;
+    """The plan for the scanned facts. `failing`: frameworks installed in the target Python whose
+    import failed there (they win no tie). `python` ("3.11") overrides the target interpreter;
     `index_urls` ({"pytorch": URL}) overrides knowledge/indexes.json and `env`, the environment
     variables the caller read (MLPROBE_PYTORCH_INDEX_URL, named in indexes.json): the planner itself
     never reads the process environment."""
@@ -109,13 +182,11 @@ def build_plan(
             b = bases.get(r.install.index.id if r.install.index else "")
             missing_index[b.placeholder if b else "<index>"] = b.env if b else None
         recommended.append(_recommendation(r, v, ctx.python.version is not None, details, score(r, v)))
-    recommended.sort(key=lambda e: (-(e.score or 0), MATURITY.get(e.status or "", 5), e.recipe))
+    working = working_frameworks(ctx.frameworks, verdicts, failing)
+    recommended.sort(key=lambda e: (-(e.score or 0), e.framework not in working, e.framework != DEFAULT_FRAMEWORK,
+                                    MATURITY.get(e.status or "", 5), e.recipe))
     rejected.sort(key=lambda e: (e.status == "retired", e.framework, e.recipe))
-    top: Dict[str, Optional[str]] = {}
-    for fw in vocabulary().plan_frameworks():
-        if framework in ("any", fw):
-            hit = next((e for e in recommended if fw in find_recipe(e.recipe).frameworks), None)
-            top[fw] = hit.recipe if hit else None
+    top = _top_in_ranking_order(recommended, framework)
     installed = installed_findings(ctx, kb, verdicts, recommended)
     warnings = list(ctx.inferred)
     for placeholder, env_name in missing_index.items():
@@ -142,7 +213,7 @@ def build_plan(
     for key, value in overrides.items():
         warnings.append(f"overridden: {key}={value}; this plan is for that, not for what the machine has")
     return Plan(
-        plan_version=PLAN_VERSION,
+        schema=PLAN_SCHEMA,
         framework=framework,
         target=PlanTarget(python=ctx.python.version, python_source=python_source, os=ctx.os.system,
                           wsl=ctx.os.wsl, arch=ctx.cpu.arch),
@@ -152,6 +223,7 @@ def build_plan(
         retired=tuple(retired),
         installed=tuple(installed),
         warnings=tuple(warnings),
+        ranking=ranking_reason(recommended, working, failing),
     )
 
 
@@ -191,4 +263,4 @@ def explain_variants(facts: Facts, name: str, python: Optional[str] = None) -> L
     return evaluate_recipe(find_recipe(name), ctx, kb).variants
 
 
-__all__ = ["FRAMEWORK_CHOICES", "build_plan", "explain_variants", "make_plan", "score", "why_not"]
+__all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORK_CHOICES", "build_plan", "explain_variants", "make_plan", "ranking_reason", "score", "why_not", "working_frameworks"]

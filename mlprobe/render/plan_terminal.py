@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List
 
 from rich.console import Console
@@ -28,6 +29,18 @@ def _status(s: str) -> str:
     return f"[{_STATUS_STYLE.get(s, 'white')}]{s}[/]"
 
 
+def version_said(e: Dict[str, Any]) -> str:
+    """The version line of a recommendation: the version when its commands pin it (`torch==2.9.*`),
+    else what an unpinned command really gets: the newest the index serves (the knowledge's newest
+    row is named, as what mlprobe knew, not as a promise)."""
+    version = str(e.get("version") or "")
+    pinned = any(re.search(r"(==|~=|<=?|>=?)\s*v?" + re.escape(version) + r"(\b|\.|$)", str(p))
+                 for p in e.get("packages") or [])
+    if pinned:
+        return version
+    return f"the latest the index serves (not pinned; mlprobe knows up to {version})"
+
+
 def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
     """`GPUs: torch-cuda uses 4 of 4 (cuda:0…cuda:3): ...` per framework with a GPU recipe."""
     seen = set()
@@ -45,6 +58,30 @@ def render_gpu_use(uses: List[Dict[str, Any]], con: Any) -> None:
             con.print(f"    [yellow]![/yellow] {note}")
 
 
+def replay_flag(source: Dict[str, Any]) -> str:
+    """` --replay BUNDLE` for a command that should read the same capture again; nothing where the
+    capture came from MLPROBE_REPLAY (still set for the next command) or the scan is live."""
+    if source.get("kind") != "replay" or source.get("via"):
+        return ""
+    from ..model import shell
+
+    return " --replay " + shell.posix([str(source.get("bundle") or "BUNDLE")])
+
+
+def next_hint(source: Dict[str, Any]) -> str:
+    """The last line of a plan: what to run next, and where. A replayed plan is for the captured
+    machine: install and verify run there; here, the same capture shows the install steps and one
+    recipe's reasons."""
+    if source.get("kind") != "replay":
+        return ("next: `mlprobe install --recipe ID` to install, `mlprobe verify` to measure, "
+                "`mlprobe plan --why-not ID` for one recipe")
+    flag = replay_flag(source)
+    here = "here (MLPROBE_REPLAY is set)" if source.get("via") else "here"
+    return ("next, on the captured machine: `mlprobe install --recipe ID --apply`, then `mlprobe verify`; "
+            f"{here}: `mlprobe install{flag} --recipe ID` shows the steps for it, "
+            f"`mlprobe plan{flag} --why-not ID` explains one recipe")
+
+
 def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     from ..ui import deep_safe
 
@@ -53,7 +90,11 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
     plan = deep_safe(plan, markup=True)
     con = console or _console()
     t = plan["target"]
-    where = "replayed bundle" if (plan.get("source") or {}).get("kind") == "replay" else "this machine"
+    source = plan.get("source") or {}
+    replayed = source.get("kind") == "replay"
+    where = "replayed bundle" if replayed else "this machine"
+    machine = "the captured machine" if replayed else "this machine"
+    there = " (on the captured machine)" if replayed else ""
     con.print(
         f"[bold]mlprobe plan[/bold] for {where}: {t.get('os') or 'OS unknown'}"
         + (" (WSL2)" if t.get("wsl") else "")
@@ -73,6 +114,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
                 for fw, rid in tops.items()
             )
         )
+    if plan.get("ranking"):
+        con.print(f"[bold]Ranking:[/bold] {plan['ranking']}")
 
     render_gpu_use(plan.get("gpu_use") or [], con)
 
@@ -83,13 +126,13 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         for r in f.get("reasons", []):
             con.print(f"    - {r}")
         for c in f.get("fix", []):
-            con.print(f"    [bold]fix:[/bold] {c}")
+            con.print(f"    [bold]fix{there}:[/bold] {c}")
     if problems:
         con.print()
 
     if not plan["recommended"]:
         con.print(
-            f"[bold red]No recipe fits {where}[/bold red] for "
+            f"[bold red]No recipe fits {machine}[/bold red] for "
             f"--framework {plan['framework']}; see the reasons below."
         )
     for i, e in enumerate(plan["recommended"], 1):
@@ -101,7 +144,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
         if e.get("device_name"):
             lines.append(f"device: {e['device_name']}")
         if e.get("version"):
-            lines.append(f"version: {e['version']}" + (f"   index: {e['index']}" if e.get("index") else ""))
+            lines.append(f"version: {version_said(e)}" + (f"   index: {e['index']}" if e.get("index") else ""))
         for p in e.get("prerequisites", []):
             lines.append(f"[bold]first:[/bold] {p}")
         for c in e["commands"]:
@@ -116,7 +159,7 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
             lines.append(f"[dim]{n}[/dim]")
         verify = e.get("verify") or {}
         lines.append(
-            f"[dim]verify: mlprobe verify --framework {verify.get('framework')} "
+            f"[dim]verify{there}: mlprobe verify --framework {verify.get('framework')} "
             f"--device {verify.get('device')}[/dim]"
         )
         # every recipe drawn alike, with no box: a box breaks a command that is wider than it
@@ -145,11 +188,8 @@ def render_plan(plan: Dict[str, Any], console: Any = None) -> None:
                       f"[dim](`mlprobe plan --why-not {r['recipe']}`)[/dim]")
     others = [r["recipe"] for r in plan.get("retired", []) if not r.get("relevant")]
     if others:
-        con.print(f"[dim]also retired (mlprobe plan --why-not ID): {', '.join(others)}[/dim]")
-    con.print(
-        "[dim]next: `mlprobe install --recipe ID` to install, `mlprobe verify` to measure, "
-        "`mlprobe plan --why-not ID` for one recipe[/dim]"
-    )
+        con.print(f"[dim]also retired (mlprobe plan{replay_flag(source)} --why-not ID): {', '.join(others)}[/dim]")
+    con.print(f"[dim]{next_hint(source)}[/dim]")
 
 
 def render_why_not(doc: Dict[str, Any], console: Any = None) -> None:

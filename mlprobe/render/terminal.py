@@ -39,6 +39,16 @@ def console() -> Any:
     return make()
 
 
+# Probes that list no GPU: on a replay where every other probe found its captures absent, the
+# capture holds no GPU listing at all, which is not "none found".
+_NO_GPU_PROBES = frozenset(("cpu", "os", "python", "memory", "frameworks", "usb"))
+
+
+def gpus_not_captured(facts: Facts) -> bool:
+    gpu_probes = [p for p in facts.probes if p.name not in _NO_GPU_PROBES]
+    return bool(gpu_probes) and all(p.status == "absent" for p in gpu_probes)
+
+
 def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -109,6 +119,13 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
         gt.add_row("usb", u.name or f"{u.vendor_id}:{u.product_id}", "", u.kind or "", "", "usb", "lsusb")
     if facts.gpus or facts.usb_accelerators:
         con.print(gt)
+    elif replayed and gpus_not_captured(facts):
+        apple = (facts.os.system == "Darwin" and (c.arch or "") == "arm64"
+                 and ((c.vendor or "").lower() == "apple" or (c.model or "").startswith("Apple")))
+        con.print("[bold]GPUs[/bold] not in this capture (it holds no GPU listing: no nvidia-smi, rocminfo, "
+                  "lspci, clinfo, system_profiler or dxdiag output)"
+                  + (f"; {c.model or 'an Apple chip'} has an integrated Apple GPU, which `mlprobe plan` "
+                     "assumes" if apple else ""))
     else:
         con.print("[bold]GPUs[/bold] none found")
 
@@ -151,4 +168,9 @@ def render_scan(facts: Facts, report: Dict[str, Any]) -> None:
     bad = [p for p in facts.probes if p.status in ("error", "timeout")]
     if bad:
         con.print("[dim]probes with problems: " + "; ".join(f"{p.name} {p.status}: {p.error}" for p in bad) + "[/dim]")
-    con.print("[dim]next: `mlprobe plan` for what fits, `mlprobe scan --json` for machines[/dim]")
+    flag = ""
+    if replayed and not (report.get("source") or {}).get("via"):  # MLPROBE_REPLAY stays set for the next one
+        from ..model import shell
+
+        flag = " --replay " + shell.posix([str((report.get("source") or {}).get("bundle") or "BUNDLE")])
+    con.print(f"[dim]next: `mlprobe plan{flag}` for what fits, `mlprobe scan{flag} --json` for machines[/dim]")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+from ..model.docversion import schema_id
 from ..model.facts import CpuFacts, Facts, FrameworkFacts, GpuFacts, OsFacts, PythonFacts, ScanReport
 from ..model.jsontypes import JsonObject, JsonValue
 from ..model.plan import Plan, plan_of_report
@@ -118,7 +119,7 @@ def load_side(path: str, scan_bundle: ScanBundle, plan_for: PlanFor) -> Side:
             raise DiffInputError(str(exc)) from None
     elif isinstance(doc, dict):
         try:
-            check_document({k: v for k, v in doc.items() if k == "report_version"}, str(p))
+            check_document({k: v for k, v in doc.items() if k in ("report_version", "schema")}, str(p))
         except DocumentError as exc:
             raise DiffInputError(str(exc)) from None
     if isinstance(doc, dict) and isinstance(doc.get("scan"), dict):
@@ -255,7 +256,7 @@ def _fw(f: Optional[FrameworkFacts]) -> Optional[str]:
 def diff_document(a: Side, b: Side, diffs: List[Difference]) -> JsonObject:
     """`mlprobe diff --json`."""
     return {
-        "diff_version": 1,
+        "schema": schema_id("diff"),
         "a": {"path": a.label, "kind": a.kind},
         "b": {"path": b.label, "kind": b.kind},
         "same": not diffs,

@@ -2,7 +2,7 @@
 and the capture bundle (when asked), redacted as a whole by one Redactor. The stages themselves are
 run by mlprobe.pipeline.build_report; nothing here scans, plans or verifies.
 
-    {"report_version": 1, "kind": "mlprobe-report", "mlprobe_version": ..., "generated_at": ...,
+    {"schema": "mlprobe.report/2", "kind": "mlprobe-report", "mlprobe_version": ..., "generated_at": ...,
      "redactions": {...}, "scan": {...}, "plan": {...}, "verify": {...}?, "doctor": {...}?,
      "capture_bundle": {"files": {name: {"text": ...} | {"base64": ...}}}?, "notes": [...]}
 
@@ -24,7 +24,7 @@ from .. import __version__
 from ..model.contract import from_json
 from ..model.facts import ScanReport
 from ..model.jsontypes import JsonObject
-from ..model.report import (REPORT_KIND, REPORT_VERSION, BundleFile, CaptureBundle, DoctorSection, PlanSection,
+from ..model.report import (REPORT_KIND, REPORT_SCHEMA, BundleFile, CaptureBundle, DoctorSection, PlanSection,
                             ReportEnvelope, VerifySection)
 from ..scan.capture import Host, SPECS
 from .patterns import mode_for, protected_values, text_of
@@ -114,7 +114,7 @@ def assemble(
         notes.append("replay this machine with: mlprobe scan --replay REPORT.json")
     notes_doc = redactor.redact_obj(notes)
     return ReportEnvelope(
-        report_version=REPORT_VERSION, kind=REPORT_KIND, mlprobe_version=__version__,
+        schema=REPORT_SCHEMA, kind=REPORT_KIND, mlprobe_version=__version__,
         generated_at=now or utc_now(),
         redactions=redactor.summary(),  # counted after every replacement
         scan=ScanReport.from_json(scan_doc), plan=PlanSection.from_json(plan_doc),

@@ -396,7 +396,7 @@ class _Layout:
         lines = [
             "### mlprobe report",
             "",
-            f"mlprobe {md_text(r.mlprobe_version)} · report v{md_text(r.report_version)} · {md_text(r.generated_at)}",
+            f"mlprobe {md_text(r.mlprobe_version)} · {md_text(r.schema)} · {md_text(r.generated_at)}",
             "",
             _redaction_line(r.redactions),
             "",

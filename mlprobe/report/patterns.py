@@ -52,6 +52,39 @@ NOT_USERS = frozenset(
     ).split("|")
 )
 
+# System accounts and groups (the base-passwd, systemd and distribution defaults, macOS's `_name`
+# accounts): who owns a device node (root, render, video) is what a replay needs to see, and no
+# person's name. `id` output adds every name whose number is a system one (SYSTEM_ID_MAX).
+SYSTEM_ACCOUNTS = frozenset((
+    "root daemon bin sys sync games man lp mail news uucp proxy www-data backup list irc gnats nobody nogroup "
+    "nfsnobody adm tty disk kmem dialout fax voice cdrom floppy tape sudo wheel audio dip video plugdev render "
+    "input kvm sgx staff users utmp shadow crontab netdev lxd docker messagebus syslog uuidd tcpdump sshd ntp "
+    "chrony polkitd rtkit avahi colord geoclue pulse pulse-access saned lightdm gdm sddm operator halt shutdown "
+    "ftp dbus apache nginx postfix mysql postgres redis _apt systemd-journal systemd-network systemd-resolve "
+    "systemd-timesync systemd-coredump sambashare lpadmin scanner bluetooth wireshark libvirt libvirt-qemu "
+    "everyone admin localaccounts _developer _lpadmin"
+).split())
+# An account or group number below this is a system one on every system mlprobe reads (Linux
+# reserves < 1000, macOS < 500 and gives people 501 and up); 65534 is nobody/nogroup.
+SYSTEM_ID_MAX = 500
+NOBODY_IDS = frozenset((65534, 4294967294))
+# the home folders of system accounts (root's on Linux and macOS, nobody's): kept as they are
+SYSTEM_HOMES = frozenset(("/root", "/var/root", "/nonexistent", "/var/empty"))
+# `uid=0(root) gid=0(root) groups=0(root),44(video)`: a number and its name
+ID_NAME = re.compile(r"(?<![\w-])(\d{1,10})\(([A-Za-z_][\w.-]{0,31}\$?)\)")
+
+
+def is_system_account(name: str) -> bool:
+    low = name.strip().lower()
+    return low in SYSTEM_ACCOUNTS or low.startswith(("systemd-", "_"))
+
+
+def system_names(text: str) -> List[str]:
+    """The names `id` output shows with a system number (`44(video)`, `123(ollama-svc)`), lowercase."""
+    return [m.group(2).lower() for m in ID_NAME.finditer(text)
+            if int(m.group(1)) < SYSTEM_ID_MAX or int(m.group(1)) in NOBODY_IDS]
+
+
 _SECRET_WORDS = frozenset(
     (
         "token secret password passwd passphrase apikey credential credentials auth pat privatekey accesskey "
@@ -451,9 +484,11 @@ def mode_for(name: str) -> str:
     return "text"
 
 
-def key_hint(key: Optional[str]) -> Optional[str]:
+def key_hint(key: Optional[str], parent: Optional[str] = None) -> Optional[str]:
     if not key:
         return None
+    if key == "owner" and parent == "libraries":
+        return None  # loaded-libraries.json: the distribution that owns a library file, not a person
     if is_secret_name(key):
         return "secret"
     k = re.sub(r"[^a-z0-9]+", "_", "_".join(_camel_words(key)))

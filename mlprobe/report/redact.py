@@ -52,6 +52,9 @@ from .patterns import (
     MAC_TMP,
     NETRC,
     NOT_USERS,
+    is_system_account,
+    system_names,
+    SYSTEM_HOMES,
     POSIX_HOME,
     PRIVATE_KEY_BLOCK,
     PRODUCT_ID,
@@ -104,6 +107,7 @@ class Redactor:
         # learned names: lowercase spelling -> (kind, key)
         self._names: Dict[str, Tuple[str, str]] = {}
         self._authoritative: Set[str] = set()  # live seeds: replaced even when generic
+        self._system: Set[str] = set()  # system accounts and groups learned from `id` output
         self._homes: Dict[str, str] = {}  # lowercase normalised -> key
         # ids seen in a context (a serial after "Serial Number:", a GPU UUID, ...): replaced
         # wherever else they occur, even without the context
@@ -135,7 +139,7 @@ class Redactor:
 
     def add_user(self, value: str, authoritative: bool = False) -> None:
         v = value.strip().strip("\"'")
-        if is_null(v) or v.lower() in NOT_USERS or len(v) > 64 or "<" in v:
+        if is_null(v) or v.lower() in NOT_USERS or len(v) > 64 or "<" in v or self.is_system(v):
             return
         self._add_name(v, "user", v.lower(), authoritative)
         words = v.split()
@@ -147,9 +151,21 @@ class Redactor:
         if m:
             self._add_name(m.group(1), "user", m.group(1).lower(), authoritative)
 
+    def is_system(self, name: str) -> bool:
+        """A system account or group (patterns.py; or one `id` showed with a system number): kept."""
+        return is_system_account(name) or name.strip().lower() in self._system
+
+    def learn_system_ids(self, text: str) -> None:
+        for name in system_names(text):  # a name learned as a user before is then kept as it is
+            self._system.add(name)
+            if self._names.get(name, ("", ""))[0] == "user":
+                del self._names[name]
+                self._authoritative.discard(name)
+                self._global_re = None
+
     def add_home(self, path: str) -> None:
         p = path.strip().rstrip("/\\")
-        if len(p) < 2 or p in ("/", "C:", "c:"):
+        if len(p) < 2 or p in ("/", "C:", "c:") or p in SYSTEM_HOMES:
             return
         norm = p.replace("\\\\", "\\").lower()
         self._homes.setdefault(norm, norm.replace("\\", "/"))
@@ -170,43 +186,25 @@ class Redactor:
         return low if re.fullmatch(r"[\d.]+", low) else low.split(".")[0]
 
     def seed_live(self, env: Optional[Mapping[str, str]] = None) -> None:
-        """This machine's own host name, user name and home directory."""
-        import getpass
-        import platform
-        import socket
-        from pathlib import Path
+        """This machine's own host name, user name and home directory (report/seeds.py)."""
+        from .seeds import live_seeds
 
-        env = os.environ if env is None else env
-        for get in (socket.gethostname, platform.node):
-            try:
-                self.add_host(get(), authoritative=True)
-            except Exception:
-                pass
-        try:
-            self.add_user(getpass.getuser(), authoritative=True)
-        except Exception:
-            pass
-        for var in ("USER", "USERNAME", "LOGNAME"):
-            if env.get(var):
-                self.add_user(env[var], authoritative=True)
-        for var in ("HOSTNAME", "COMPUTERNAME"):
-            if env.get(var):
-                self.add_host(env[var], authoritative=True)
-        try:
-            self.add_home(str(Path.home()))
-        except Exception:
-            pass
-        for var in ("HOME", "USERPROFILE"):
-            if env.get(var):
-                self.add_home(env[var])
+        hosts, users, homes = live_seeds(os.environ if env is None else env)
+        for h in hosts:
+            self.add_host(h, authoritative=True)
+        for u in users:
+            self.add_user(u, authoritative=True)
+        for home in homes:
+            self.add_home(home)
 
     def learn(self, text: str, mode: str = "text") -> None:
         """Collect host and user names from one capture (or any text)."""
         if not self.enabled or not text:
             return
+        self.learn_system_ids(text)
         if mode == "json":
             for key, value, _parent in json_strings(text):
-                hint = key_hint(key)
+                hint = key_hint(key, _parent)
                 if hint == "host":
                     self.add_host(value)
                 elif hint == "user":
@@ -323,7 +321,7 @@ class Redactor:
         return obj
 
     def _redact_value(self, value: str, key: Optional[str], parent: Optional[str]) -> str:
-        hint = key_hint(key)
+        hint = key_hint(key, parent)
         stripped = value.strip()
         if hint and not is_null(stripped) and "<" not in stripped:
             if hint == "secret":
@@ -334,7 +332,8 @@ class Redactor:
             if hint == "host" and not re.fullmatch(r"\d+", stripped):
                 self.add_host(stripped)
                 return self.placeholder("host", self._host_key(stripped))
-            if hint == "user" and stripped.lower() not in NOT_USERS and not re.fullmatch(r"\d+", stripped):
+            if (hint == "user" and stripped.lower() not in NOT_USERS and not re.fullmatch(r"\d+", stripped)
+                    and not self.is_system(stripped)):
                 self.add_user(stripped)
                 return self.placeholder("user", stripped.lower())
         if is_version_key(key, parent) and _BARE_VERSION.fullmatch(stripped):

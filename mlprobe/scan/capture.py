@@ -126,6 +126,9 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec("usb-devices.txt", argv=("lsusb",), systems=("Linux",), ok_codes=(0, 1)),
         CaptureSpec("mlprobe-opencl.json", internal="opencl", timeout=10.0),
         CaptureSpec("mlprobe-frameworks.json", internal="frameworks"),
+        # `python -m pip list` of the scanning Python (what `bundle --reuse-installed` leaves out):
+        # pip's own list where this Python has pip, else its dist-info folders as name==version lines
+        CaptureSpec("pip-list.txt", internal="pip-list", timeout=60.0),
         # py-cpuinfo's get_cpu_info(), as JSON: the CPU source where /proc/cpuinfo, lscpu and sysctl
         # are not (Windows); the CPU probe asks for it only then
         CaptureSpec("py-cpuinfo.json", internal="py-cpuinfo", timeout=20.0),
@@ -159,7 +162,6 @@ SPECS: Dict[str, CaptureSpec] = {
         CaptureSpec("device-tree-compatible.txt", path="/proc/device-tree/compatible", systems=("Linux",)),
         # Only ever read from bundles (users paste these into tickets):
         CaptureSpec("collect_env.txt", internal="never"),
-        CaptureSpec("pip-list.txt", internal="never"),
         CaptureSpec("clinfo-l.txt", internal="never"),
         # the device check's loader probe (mlprobe.verify.devicecheck.probe_loaders), as fixtures keep it
         CaptureSpec("opencl-loaders.json", internal="never"),

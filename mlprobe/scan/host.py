@@ -352,6 +352,18 @@ def _produce_frameworks(host: LiveHost, s: CaptureSpec) -> Capture:
     return _json_capture(s.name, live_inventory())
 
 
+def _produce_pip_list(host: LiveHost, s: CaptureSpec) -> Capture:
+    cap = host.run(s.name, [sys.executable, "-m", "pip", "list", "--disable-pip-version-check"],
+                   s.timeout * host._timeout_scale)
+    if cap.status == "ok" and cap.data:
+        return cap
+    from .live.frameworks import installed_distributions
+
+    lines = [f"{name}=={version}" for name, version in installed_distributions()]
+    head = "# the installed distributions of this Python (its dist-info folders: it has no pip to ask)\n"
+    return Capture(s.name, "ok", data=(head + "\n".join(lines) + "\n").encode("utf-8"))
+
+
 def _produce_cpuinfo(host: LiveHost, s: CaptureSpec) -> Capture:
     from .live.cpuinfo import live_cpuinfo
 
@@ -372,6 +384,7 @@ _INTERNAL: Dict[str, Producer] = {
     "dxdiag": _produce_dxdiag,
     "opencl": _produce_opencl,
     "frameworks": _produce_frameworks,
+    "pip-list": _produce_pip_list,
     "py-cpuinfo": _produce_cpuinfo,
     "opencl-icd": _produce_opencl_icd,
 }

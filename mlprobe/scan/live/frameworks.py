@@ -4,10 +4,21 @@ listing each, no imports), as the `mlprobe-frameworks.json` capture."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ...probes._util import sys_path_listing
 from ...model.builds import DIST_RE, WANTED, FRAMEWORKS, normalise, parse_torch_version_py
+
+
+def installed_distributions() -> List[Tuple[str, str]]:
+    """(name, version) of every distribution on sys.path, the first of each name (as Python imports
+    it), sorted by name: a directory listing each, no imports."""
+    found: Dict[str, Tuple[str, str]] = {}
+    for _entry, fn in sys_path_listing():
+        m = DIST_RE.match(fn)
+        if m:
+            found.setdefault(normalise(m.group("name")), (m.group("name"), m.group("version")))
+    return [found[k] for k in sorted(found)]
 
 
 def live_inventory() -> List[Dict[str, Any]]:
