@@ -24,7 +24,7 @@ from ..model.verify import VerifyResult
 from ..urls import mask_credentials, mask_doc
 from . import keep
 from ..venvconf import activate
-from .backends import Backend, choose_backend, needs_pip, pip_command
+from .backends import Backend, choose_backend, needs_pip, pip_command, source_args
 from .index import check_index, offline_hint
 from .lock import LOCK_NAME
 from .pin import PinSet
@@ -32,10 +32,11 @@ from .preflight import Preflight as Preflight, Progress as Progress, TargetEnv a
 from .preflight import _masked, _verify_framework, prepare as prepare
 from .preflight import choose_target as choose_target, plan_steps as plan_steps
 from .proc import StepTimeout, Transcript, run_logged, run_quiet
-from .resolve import Failure, classify_failure, installed_names
+from .resolve import Failure, Resolution, ResolvedDist, classify_failure, installed_names
 from .steps import InstallOptions, InstallPlan
 from .transaction import RestoreReport, Transaction
-from .venv import Interpreter, create_venv_argv, inspect_interpreter, venv_python
+from .venv import (Interpreter, bundled_pip_wheel, create_venv_argv, inspect_interpreter, uv_seed_pip_argv,
+                   uv_venv_argv, venv_python)
 
 IMPORT_CHECK_TIMEOUT_S = 600.0
 VENV_TIMEOUT_S = 300.0
@@ -179,8 +180,15 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 progress.step(f"creating {env.path}")
                 txn.claim_new_venv()
                 assert txn.new_venv is not None  # the real folder: `python -m venv` does not follow a link
-                r = _run_step(create_venv_argv(env.python, txn.new_venv, opts.with_pip), transcript, progress,
-                              VENV_TIMEOUT_S)
+                by_uv = pre.backend.name == "uv" and pre.backend.uv is not None
+                argv = uv_venv_argv(pre.backend.uv, env.python, txn.new_venv) if pre.backend.uv and by_uv \
+                    else create_venv_argv(env.python, txn.new_venv, opts.with_pip)
+                r = _run_step(argv, transcript, progress, VENV_TIMEOUT_S,
+                              env=pre.backend.env(plan.sources) if by_uv else None)
+                if r.rc == 0 and by_uv and opts.with_pip and pre.backend.uv:
+                    seed = uv_seed_pip_argv(pre.backend.uv, str(venv_python(txn.new_venv)),
+                                            bundled_pip_wheel(info.stdlib), source_args(plan.sources))
+                    r = _run_step(seed, transcript, progress, VENV_TIMEOUT_S, env=pre.backend.env(plan.sources))
                 if r.rc != 0:
                     no_venv_module = "ensurepip" in r.output or "No module named venv" in r.output
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
@@ -204,17 +212,11 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 keep.lift_pins(env.path, txn, transcript)
             if pre.resolution is not None and pre.resolution.ok:
                 txn.protect_dists(installed_names(pre.resolution.dists))
-            progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}")
-            argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
-            if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
-                raise StageError("internal error: the install command does not name the venv's python",
-                                 why=" ".join(argv[:6]), ref="E000", kind="failure")
-            r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
-                          on_start=on_child)
-            if r.rc != 0:
-                failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
-                raise failure.to_error("failure")
-            progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
+            resolved = pre.resolution if pre.resolution is not None and pre.resolution.ok else None
+            if resolved is not None and not resolved.dists:
+                progress.done("nothing to install: the resolution found everything in place")
+            else:
+                _install(pre, backend, resolved, python, env.mode, transcript, progress, opts, on_child)
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
                 _install_shim(shim, info, txn, transcript)
@@ -272,8 +274,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
     dists = pre.resolution.dists if pre.resolution else []
-    lock_path, lock_error = _write_lock(plan, env, python, backend, [d.name for d in dists], log_path, transcript,
-                                        progress)
+    lock_path, lock_error = _write_lock(plan, env, python, backend, dists, log_path, transcript, progress)
     verified: Optional[VerifyResult] = None
     verify_error: Optional[str] = None
     if opts.verify:
@@ -289,6 +290,52 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                        pins=tuple(p.requirement for p in pinset.pins) if pinset else (),
                        pins_file=str(pinset.file) if pinset else None, lock=lock_path, lock_error=lock_error,
                        remarks=tuple(remarks), device_note=device_note)
+
+
+def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], python: str, mode: str,
+             transcript: Transcript, progress: Progress, opts: InstallOptions,
+             on_child: Optional[Callable[[Any], None]]) -> None:
+    """Install exactly the resolution the pre-flight showed (resolved once: uv's pylock.toml, or pip's
+    report as hashed requirements with --no-deps); the packages themselves only when there is none."""
+    import tempfile
+
+    plan = pre.plan
+    with tempfile.TemporaryDirectory(prefix="mlprobe-resolution-") as tmp:
+        if resolved is not None and backend.name == "uv" and resolved.lock_text:
+            lock_file = Path(tmp) / LOCK_NAME  # uv reads a lock only by this name (or pylock.NAME.toml)
+            lock_file.write_text(resolved.lock_text, encoding="utf-8")
+            argv = backend.install_resolved_argv(str(lock_file), plan.sources, hashes=True)
+            what = f"the {len(resolved.dists)} file(s) uv resolved (pylock.toml, sha256 checked)"
+        elif resolved is not None and backend.name == "pip" and resolved.dists:
+            _hash_local_files(resolved)
+            req = Path(tmp) / "resolution.txt"
+            req.write_text("\n".join(resolved.hashed_requirements()) + "\n", encoding="utf-8")
+            argv = backend.install_resolved_argv(str(req), plan.sources, hashes=resolved.hashed)
+            what = f"the {len(resolved.dists)} file(s) pip resolved (--no-deps" + \
+                (", each by its sha256)" if resolved.hashed else ")")
+        else:
+            argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
+            what = " ".join(pre.packages)
+        progress.step(f"installing with {backend.name}: {what}")
+        if mode != "system" and python not in argv[:6]:  # never the wrong interpreter
+            raise StageError("internal error: the install command does not name the venv's python",
+                             why=" ".join(argv[:6]), ref="E000", kind="failure")
+        r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources), on_start=on_child)
+    if r.rc != 0:
+        failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
+        raise failure.to_error("failure")
+    progress.done(f"installed with {backend.name} in {r.seconds:.1f} s")
+
+
+def _hash_local_files(resolved: Resolution) -> None:
+    """pip reports no hash for a wheel of a --find-links folder: read it from the file (an index's
+    hash is never computed again)."""
+    from .lock import local_path, sha256_of
+
+    for d in resolved.dists:
+        path = local_path(d.url) if d.url and not d.sha256 else None
+        if path is not None and path.is_file():
+            d.sha256 = sha256_of(path)
 
 
 def _write_settings(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str, txn: Transaction,
@@ -418,14 +465,19 @@ def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Tran
                         + (f" ({r.stderr.strip()[-200:]})" if r.returncode != 0 else ""))
 
 
-def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, names: List[str],
+def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, dists: List[ResolvedDist],
                 log_path: Path, transcript: Transcript, progress: Progress) -> Tuple[Optional[str], Optional[str]]:
-    """(the lock written, or None and why not): a lock that cannot be made does not undo the install."""
+    """(the lock written, or None and why not): a lock that cannot be made does not undo the install.
+    Written from the resolution that was installed; pip is asked only where it has no file URL."""
     dest = env.path / LOCK_NAME if env.path is not None else \
         log_path.with_name(log_path.stem.replace("install-", "pylock.", 1) + ".toml")
     progress.step(f"writing the lock {dest}")
     try:
-        out = keep.lock_installed(plan, python, names, backend.pip or keep.running_pip(), dest, transcript)
+        if dists and all(d.url for d in dists):
+            out = keep.lock_resolved(plan, python, dists, dest, transcript)
+        else:
+            out = keep.lock_installed(plan, python, [d.name for d in dists], backend.pip or keep.running_pip(),
+                                      dest, transcript)
     except StageError as exc:
         transcript.note(f"no lock written: {exc.what} ({exc.why})")
         progress.done(f"no lock written: {exc.what}", ok=False)

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -29,6 +30,7 @@ from .transaction import Transaction
 from .venv import list_distributions
 
 if TYPE_CHECKING:
+    from .resolve import ResolvedDist
     from .steps import InstallPlan
 
 LOCK_TIMEOUT_S = 600.0
@@ -123,6 +125,39 @@ def lock_installed(plan: "InstallPlan", python: str, names: Sequence[str], pip_c
                             environments=[environment_marker(env)], tool=tool_table(plan, env))
     out = locks.write_lock(dest, lock)
     transcript.note(f"lock written: {out} ({len(entries)} files)")
+    return out
+
+
+def lock_resolved(plan: "InstallPlan", python: str, dists: Sequence["ResolvedDist"], dest: Path,
+                  transcript: Transcript) -> Path:
+    """Write a pylock.toml of the resolution that was installed, from the resolver's own URLs, sha256
+    and sizes (no second question to pip; a hash is computed only for a file no resolver hashed).
+    Each distribution must be installed at the resolved version (E531 when not)."""
+    import dataclasses
+
+    installed = _installed(python)
+    missing = [f"{d.name}=={d.version}" for d in dists
+               if installed.get(str(canonicalize_name(d.name)), ("", ""))[1] != d.version]
+    if missing:
+        raise StageError("what is installed is not what was resolved", why="not installed as resolved: "
+                         + ", ".join(missing[:6]), ref="E531", kind="failure")
+    index = _index_of(plan)
+    entries = []
+    for d in dists:
+        if not d.url:
+            raise StageError(f"no URL for {d.name} {d.version} in the resolution", ref="E531", kind="failure")
+        filename = d.filename or unquote(urlsplit(d.url).path.rsplit("/", 1)[-1])
+        entry = locks.LockEntry(name=d.name, version=d.version, filename=filename, sha256=d.sha256 or "",
+                                url=d.url.split("#", 1)[0], size=d.size, index=index, requested=d.requested)
+        if not entry.sha256:
+            filled = locks.fill_hash(entry)
+            entry = dataclasses.replace(filled, size=entry.size or filled.size)
+        entries.append(entry)
+    env = locks.environment_of(python)
+    lock = locks.build_lock(entries, requires_python=f"=={env['python_version']}.*",
+                            environments=[environment_marker(env)], tool=tool_table(plan, env))
+    out = locks.write_lock(dest, lock)
+    transcript.note(f"lock written from the resolution: {out} ({len(entries)} files)")
     return out
 
 

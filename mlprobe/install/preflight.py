@@ -21,6 +21,7 @@ from ..urls import mask_credentials, mask_doc
 from . import keep
 from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, set_aside
+from .lock import LOCK_NAME
 from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
 from .resolve import Resolution, dry_run, fill_sizes, pin_variants, uv_dry_run
 from .steps import InstallOptions, InstallPlan, Step
@@ -144,9 +145,13 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     py = env.python
     if env.mode == "new-venv" and env.path is not None:
         py = str(venv_python(env.path))
+        by_uv = backend is not None and backend.name == "uv" and backend.uv is not None
+        argv = ["uv", "venv", "--python", env.python, str(env.path)] if by_uv else \
+            [env.python, "-m", "venv", str(env.path)]
         steps.append(Step("venv", f"create a virtual environment {env.path} "
-                          f"(Python {env.target.python_version})",
-                          shell.command([env.python, "-m", "venv", str(env.path)], os.name == "nt")))
+                          f"(Python {env.target.python_version})"
+                          + (" with uv, pip put in from the interpreter's own wheel" if by_uv else ""),
+                          shell.command(argv, os.name == "nt")))
     elif env.mode == "venv":
         steps.append(Step("venv", f"reuse the virtual environment {env.path} "
                           f"(Python {env.target.python_version}); its packages are saved first and restored "
@@ -159,6 +164,17 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
         steps.append(Step("install", f"install the files of the lock {plan.lock_file} from "
                           f"{plan.sources.describe()} (exact versions, sha256 checked, no other dependency)",
                           shown_lock))
+    elif backend is not None and env.mode != "replay":
+        b = Backend(backend.name, py, backend.pip, backend.uv)
+        if backend.name == "uv":
+            shown = b.display([], plan.sources, resolved_file=LOCK_NAME)
+            how = "exactly the resolution below (uv's pylock.toml: those files, each checked by its sha256)"
+        else:
+            shown = b.display([], plan.sources, resolved_file="resolution.txt")
+            how = ("exactly the resolution below (pip's report as name==version --hash lines, --no-deps: "
+                   "those files, each checked by its sha256)")
+        steps.append(Step("install", f"install {how} with {backend.name} from {plan.sources.describe()}",
+                          shown))
     elif backend is not None:
         shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args,
                                                                              plan.sources)
@@ -267,9 +283,9 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
         return pre
     if backend is not None and backend.name == "uv" and backend.uv and env.mode != "replay":
         # the installer that --apply will run resolves, with the same sources and options
-        say("resolving (uv, as --apply will install)")
+        say("resolving (uv pip compile to a pylock.toml, which --apply installs as it is)")
         res = uv_dry_run(backend.uv, env.python, pre.packages, plan.sources, backend.env(plan.sources),
-                         fresh=env.mode == "new-venv", extra=plan.pip_args)
+                         extra=plan.pip_args)
     elif env.mode == "replay":
         say("resolving (pip install --dry-run)")
         res = dry_run(pip_cmd, pre.packages, plan.sources, ignore_installed=True,
