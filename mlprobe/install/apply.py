@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from packaging.utils import canonicalize_name
+
 from ..errors import StageError
 from ..model.jsontypes import JsonObject
 from ..model.verify import VerifyResult
@@ -173,6 +175,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     device_note: Optional[str] = None
     pinset: Optional[PinSet] = None
     remarks: List[str] = []
+    seed_pip: Optional[Path] = None  # pip's wheel, put into a venv uv made with the install itself
     try:
         with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
@@ -185,10 +188,13 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                     else create_venv_argv(env.python, txn.new_venv, opts.with_pip)
                 r = _run_step(argv, transcript, progress, VENV_TIMEOUT_S,
                               env=pre.backend.env(plan.sources) if by_uv else None)
-                if r.rc == 0 and by_uv and opts.with_pip and pre.backend.uv:
-                    seed = uv_seed_pip_argv(pre.backend.uv, str(venv_python(txn.new_venv)),
-                                            bundled_pip_wheel(info.stdlib), source_args(plan.sources))
-                    r = _run_step(seed, transcript, progress, VENV_TIMEOUT_S, env=pre.backend.env(plan.sources))
+                if by_uv and opts.with_pip:
+                    seed_pip = bundled_pip_wheel(info.stdlib)
+                    if not _seeds_with_the_install(pre, seed_pip) and r.rc == 0 and pre.backend.uv:
+                        seed = uv_seed_pip_argv(pre.backend.uv, str(venv_python(txn.new_venv)), seed_pip,
+                                                source_args(plan.sources))
+                        r = _run_step(seed, transcript, progress, VENV_TIMEOUT_S, env=pre.backend.env(plan.sources))
+                        seed_pip = None
                 if r.rc != 0:
                     no_venv_module = "ensurepip" in r.output or "No module named venv" in r.output
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
@@ -216,7 +222,11 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             if resolved is not None and not resolved.dists:
                 progress.done("nothing to install: the resolution found everything in place")
             else:
-                _install(pre, backend, resolved, python, env.mode, transcript, progress, opts, on_child)
+                _install(pre, backend, resolved, python, env.mode, transcript, progress, opts, on_child, seed_pip)
+            # asked while the import check runs (each an interpreter start): nothing installs after this
+            queries = keep.Queries(python, backend.pip or keep.running_pip())
+            if env.path is not None:
+                queries.start()
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
                 _install_shim(shim, info, txn, transcript)
@@ -251,7 +261,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 scripts_written = sorted(set(scripts_written) | set(fixed_scripts))
             if env.path is not None:
                 pinset, remarks = keep.pin_installed(plan, python, env.path, backend.pip or keep.running_pip(),
-                                                     txn, transcript)
+                                                     txn, transcript, queries)
                 progress.done(f"pinned {', '.join(p.requirement for p in pinset.pins)} in {pinset.file}")
     except KeyboardInterrupt as exc:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
@@ -274,7 +284,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
     dists = pre.resolution.dists if pre.resolution else []
-    lock_path, lock_error = _write_lock(plan, env, python, backend, dists, log_path, transcript, progress)
+    lock_path, lock_error = _write_lock(plan, env, python, backend, dists, log_path, transcript, progress,
+                                        queries)
     verified: Optional[VerifyResult] = None
     verify_error: Optional[str] = None
     if opts.verify:
@@ -294,16 +305,18 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
 
 def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], python: str, mode: str,
              transcript: Transcript, progress: Progress, opts: InstallOptions,
-             on_child: Optional[Callable[[Any], None]]) -> None:
+             on_child: Optional[Callable[[Any], None]], seed_pip: Optional[Path] = None) -> None:
     """Install exactly the resolution the pre-flight showed (resolved once: uv's pylock.toml, or pip's
-    report as hashed requirements with --no-deps); the packages themselves only when there is none."""
+    report as hashed requirements with --no-deps); the packages themselves only when there is none.
+    seed_pip: the wheel of pip a venv uv just made gets in the same uv run (no resolution either)."""
     import tempfile
 
     plan = pre.plan
     with tempfile.TemporaryDirectory(prefix="mlprobe-resolution-") as tmp:
         if resolved is not None and backend.name == "uv" and resolved.lock_text:
             lock_file = Path(tmp) / LOCK_NAME  # uv reads a lock only by this name (or pylock.NAME.toml)
-            lock_file.write_text(resolved.lock_text, encoding="utf-8")
+            text = resolved.lock_text + (_pip_package(seed_pip) if seed_pip is not None else "")
+            lock_file.write_text(text, encoding="utf-8")
             argv = backend.install_resolved_argv(str(lock_file), plan.sources, hashes=True)
             what = f"the {len(resolved.dists)} file(s) uv resolved (pylock.toml, sha256 checked)"
         elif resolved is not None and backend.name == "pip" and resolved.dists:
@@ -325,6 +338,28 @@ def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], p
         failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
         raise failure.to_error("failure")
     progress.done(f"installed with {backend.name} in {r.seconds:.1f} s")
+
+
+def _seeds_with_the_install(pre: Preflight, wheel: Optional[Path]) -> bool:
+    """pip's wheel can ride in uv's install of the resolution: there is one, uv installs from a lock,
+    and the resolution has no pip of its own."""
+    res = pre.resolution
+    return wheel is not None and res is not None and res.ok and bool(res.lock_text) and bool(res.dists) \
+        and all(canonicalize_name(d.name) != "pip" for d in res.dists)
+
+
+def _pip_package(wheel: Path) -> str:
+    """A [[packages]] entry of pylock.toml for the pip wheel the interpreter carries (its own sha256)."""
+    import json
+
+    from packaging.utils import parse_wheel_filename
+
+    from .lock import sha256_of
+
+    version = parse_wheel_filename(wheel.name)[1]
+    return (f'\n[[packages]]\nname = "pip"\nversion = "{version}"\n'
+            f'wheels = [{{ url = {json.dumps(wheel.absolute().as_uri())}, '
+            f'hashes = {{ sha256 = "{sha256_of(wheel)}" }} }}]\n')
 
 
 def _hash_local_files(resolved: Resolution) -> None:
@@ -466,7 +501,8 @@ def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Tran
 
 
 def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, dists: List[ResolvedDist],
-                log_path: Path, transcript: Transcript, progress: Progress) -> Tuple[Optional[str], Optional[str]]:
+                log_path: Path, transcript: Transcript, progress: Progress,
+                queries: Optional[keep.Queries] = None) -> Tuple[Optional[str], Optional[str]]:
     """(the lock written, or None and why not): a lock that cannot be made does not undo the install.
     Written from the resolution that was installed; pip is asked only where it has no file URL."""
     dest = env.path / LOCK_NAME if env.path is not None else \
@@ -474,7 +510,7 @@ def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend
     progress.step(f"writing the lock {dest}")
     try:
         if dists and all(d.url for d in dists):
-            out = keep.lock_resolved(plan, python, dists, dest, transcript)
+            out = keep.lock_resolved(plan, python, dists, dest, transcript, queries)
         else:
             out = keep.lock_installed(plan, python, [d.name for d in dists], backend.pip or keep.running_pip(),
                                       dest, transcript)

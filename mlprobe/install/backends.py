@@ -239,7 +239,7 @@ def set_aside(sources: Sources, backend: str) -> List[str]:
     """What of pip's and uv's configuration this install does not let in, in words (empty when
     nothing of the kind is set)."""
     out: List[str] = []
-    if not sources.use_pip_config:
+    if not sources.use_pip_config and backend != "uv":  # uv reads neither pip's variables nor its files
         names = [k for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")
                  if os.environ.get(k, "").strip() and k != "PIP_INDEX_URL"]
         if names:

@@ -22,8 +22,9 @@ from . import keep
 from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, set_aside
 from .lock import LOCK_NAME
-from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
-from .resolve import Resolution, dry_run, fill_sizes, pin_variants, uv_dry_run
+from .index import (IndexCheck, Target, check_index, offline_hint, recheck, target_for_interpreter,
+                    target_from_report)
+from .resolve import Resolution, dry_run, fill_sizes, needs_variant, pin_variants, uv_dry_run, variant_pin
 from .steps import InstallOptions, InstallPlan, Step
 from .venv import (Interpreter, check_system_target, check_venv_target, default_venv_path, find_python,
                    inspect_interpreter, venv_python)
@@ -247,24 +248,30 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
     packages = [] if plan.lock_requirements else list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
     other_python = env.mode == "replay"
-    if plan.variant_label and plan.sources.origin != "recipe" and not plan.lock_requirements:
+    indexes = plan.sources.checkable_indexes
+    variant = bool(plan.variant_label) and plan.sources.origin != "recipe" and not plan.lock_requirements
+    # One index and nothing else: the page its check reads lists every build pip or uv could pick, so
+    # the variant's pin is read from it (no `pip index versions`, a second pip start).
+    pin_from_checks = variant and len(indexes) == 1 and not plan.sources.find_links
+    if variant and not pin_from_checks:
         say(f"looking for the +{plan.variant_label} builds in {plan.sources.describe()}")
         try:
-            packages, notes = pin_variants(pip_cmd, packages, plan.variant_label, plan.sources,
+            packages, notes = pin_variants(pip_cmd, packages, plan.variant_label or "", plan.sources,
                                            python_version=env.target.major_minor if other_python else None)
             plan.notes.extend(notes)
             pre.packages = packages
         except StageError as exc:
             pre.problems.append(_masked(exc))
-    pre.steps = plan_steps(plan, env, backend, pre.packages)
     # Index checks: one short request per (index, requirement), concurrently.
-    indexes = plan.sources.checkable_indexes
     if indexes:
         say(f"checking {', '.join(indexes)}")
         jobs = [(u, p) for u in indexes[:1] for p in pre.packages]
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
             pre.checks = list(pool.map(
                 lambda j: check_index(j[0], j[1], env.target, timeout=opts.check_timeout_s), jobs))
+    if pin_from_checks:
+        _pin_from_checks(pre, plan.variant_label or "", env)
+    pre.steps = plan_steps(plan, env, backend, pre.packages)
     blocking = [c for c in pre.checks if not c.ok and not plan.sources.extra_index_urls
                 and not plan.sources.find_links]
     for c in blocking[:1]:
@@ -303,6 +310,26 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
         pre.problems.append(_masked(res.failure.to_error("unavailable")))
     pre.resolution = res
     return pre
+
+
+def _pin_from_checks(pre: Preflight, label: str, env: TargetEnv) -> None:
+    """Pin each build-variant project to its newest +label build on the one index, read from the page
+    its index check fetched; the check is then read again for the pinned requirement."""
+    out: List[str] = []
+    for spec, check in zip(list(pre.packages), list(pre.checks)):
+        if not needs_variant(spec) or not check.files:  # a page that did not read: its check says why
+            out.append(spec)
+            continue
+        try:
+            pinned, note = variant_pin(spec, check.versions, label, pre.plan.sources)
+        except StageError as exc:
+            pre.problems.append(_masked(exc))
+            out.append(spec)
+            continue
+        pre.plan.notes.append(note)
+        out.append(pinned)
+        pre.checks[pre.checks.index(check)] = recheck(check, pinned, env.target)
+    pre.packages = out
 
 
 def _masked(exc: StageError) -> StageError:

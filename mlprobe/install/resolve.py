@@ -506,24 +506,34 @@ def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, so
             versions = parse_index_versions(cp.stdout) if cp.returncode == 0 else []
         except (ParseError, OSError, Exception):
             versions = []
-        chosen = pick_variant(versions, spec, label)
-        if chosen is None:
-            labelled = [v for v in versions if "+" in v][:6]
-            raise StageError(
-                f"the sources have no {req.name} build labelled +{label}",
-                why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
-                     + (f"only {', '.join(labelled)} among labelled builds" if labelled else
-                        f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
-                        "variant, e.g. CUDA on Linux)")),
-                next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
-                           "--index-url URL), or use the recipe's own index (leave out the source options)"),
-                ref="E514", kind="unavailable",
-            )
-        marker = f"; {req.marker}" if req.marker else ""
-        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-        out.append(f"{req.name}{extras}=={chosen}{marker}")
-        notes.append(f"{req.name} pinned to {chosen}: the +{label} build the recipe's index would give")
+        pinned, note = variant_pin(spec, versions, label, sources)
+        out.append(pinned)
+        notes.append(note)
     return out, notes
+
+
+def variant_pin(spec: str, versions: Sequence[str], label: str, sources: Sources) -> Tuple[str, str]:
+    """(the requirement pinned to the newest +label build among `versions`, the note saying so);
+    E514 when the sources have no such build."""
+    req = _requirement(spec)
+    assert req is not None
+    chosen = pick_variant(versions, spec, label)
+    if chosen is None:
+        labelled = [v for v in versions if "+" in v][:6]
+        raise StageError(
+            f"the sources have no {req.name} build labelled +{label}",
+            why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
+                 + (f"only {', '.join(labelled)} among labelled builds" if labelled else
+                    f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
+                    "variant, e.g. CUDA on Linux)")),
+            next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
+                       "--index-url URL), or use the recipe's own index (leave out the source options)"),
+            ref="E514", kind="unavailable",
+        )
+    marker = f"; {req.marker}" if req.marker else ""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return (f"{req.name}{extras}=={chosen}{marker}",
+            f"{req.name} pinned to {chosen}: the +{label} build the recipe's index would give")
 
 
 def installed_names(dists: Sequence[ResolvedDist]) -> List[str]:
