@@ -98,6 +98,8 @@ def test_what_is_shown_is_what_is_installed_even_when_the_index_moves_on(
     assert cp.returncode == 0 and str(venv) in cp.stdout, cp.stderr
     if installer == "uv":
         assert "uv venv" in log and " -m venv " not in log
+    else:  # no ensurepip: pip's wheel went in with the install of the resolution
+        assert " -m venv --without-pip " in log
 
 
 def test_sizes_the_sources_do_not_say_are_one_line_not_a_column(tmp_path: Path, wheels: Path,

@@ -28,7 +28,7 @@ from . import keep
 from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, pip_command, source_args
 from .index import check_index, offline_hint
-from .lock import LOCK_NAME
+from .lock import LOCK_NAME, sha256_of
 from .pin import PinSet
 from .preflight import Preflight as Preflight, Progress as Progress, TargetEnv as TargetEnv
 from .preflight import _masked, _verify_framework, prepare as prepare
@@ -175,7 +175,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     device_note: Optional[str] = None
     pinset: Optional[PinSet] = None
     remarks: List[str] = []
-    seed_pip: Optional[Path] = None  # pip's wheel, put into a venv uv made with the install itself
+    seed_pip: Optional[Path] = None  # pip's wheel, put into a venv made without it with the install itself
     try:
         with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
@@ -184,8 +184,13 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 txn.claim_new_venv()
                 assert txn.new_venv is not None  # the real folder: `python -m venv` does not follow a link
                 by_uv = pre.backend.name == "uv" and pre.backend.uv is not None
+                # pip's wheel goes in with the install of the resolution, where it can: `python -m venv`
+                # without ensurepip takes a tenth of the time
+                pip_rides = opts.with_pip and not by_uv and _pip_rides_along(pre, bundled_pip_wheel(info.stdlib))
+                if pip_rides:
+                    seed_pip = bundled_pip_wheel(info.stdlib)
                 argv = uv_venv_argv(pre.backend.uv, env.python, txn.new_venv) if pre.backend.uv and by_uv \
-                    else create_venv_argv(env.python, txn.new_venv, opts.with_pip)
+                    else create_venv_argv(env.python, txn.new_venv, opts.with_pip and not pip_rides)
                 r = _run_step(argv, transcript, progress, VENV_TIMEOUT_S,
                               env=pre.backend.env(plan.sources) if by_uv else None)
                 if by_uv and opts.with_pip:
@@ -308,7 +313,7 @@ def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], p
              on_child: Optional[Callable[[Any], None]], seed_pip: Optional[Path] = None) -> None:
     """Install exactly the resolution the pre-flight showed (resolved once: uv's pylock.toml, or pip's
     report as hashed requirements with --no-deps); the packages themselves only when there is none.
-    seed_pip: the wheel of pip a venv uv just made gets in the same uv run (no resolution either)."""
+    seed_pip: the wheel of pip a venv just made without it gets in the same run (no resolution either)."""
     import tempfile
 
     plan = pre.plan
@@ -322,7 +327,11 @@ def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], p
         elif resolved is not None and backend.name == "pip" and resolved.dists:
             _hash_local_files(resolved)
             req = Path(tmp) / "resolution.txt"
-            req.write_text("\n".join(resolved.hashed_requirements()) + "\n", encoding="utf-8")
+            lines = resolved.hashed_requirements()
+            if seed_pip is not None:  # a direct reference: hashed only when the others are (pip's rule)
+                lines.append(f"pip @ {seed_pip.absolute().as_uri()}"
+                             + (f" --hash=sha256:{sha256_of(seed_pip)}" if resolved.hashed else ""))
+            req.write_text("\n".join(lines) + "\n", encoding="utf-8")
             argv = backend.install_resolved_argv(str(req), plan.sources, hashes=resolved.hashed)
             what = f"the {len(resolved.dists)} file(s) pip resolved (--no-deps" + \
                 (", each by its sha256)" if resolved.hashed else ")")
@@ -348,13 +357,22 @@ def _seeds_with_the_install(pre: Preflight, wheel: Optional[Path]) -> bool:
         and all(canonicalize_name(d.name) != "pip" for d in res.dists)
 
 
+def _pip_rides_along(pre: Preflight, wheel: Optional[Path]) -> bool:
+    """pip's wheel can ride in pip's install of the resolution into a venv made without ensurepip:
+    the pip running mlprobe can drive that venv from outside (--python) until it has its own."""
+    from .backends import PIP_MIN_FOR_PYTHON_OPTION, _pip_version_tuple
+
+    res = pre.resolution
+    return wheel is not None and res is not None and res.ok and res.tool == "pip" and bool(res.dists) \
+        and all(canonicalize_name(d.name) != "pip" for d in res.dists) \
+        and _pip_version_tuple() >= PIP_MIN_FOR_PYTHON_OPTION
+
+
 def _pip_package(wheel: Path) -> str:
     """A [[packages]] entry of pylock.toml for the pip wheel the interpreter carries (its own sha256)."""
     import json
 
     from packaging.utils import parse_wheel_filename
-
-    from .lock import sha256_of
 
     version = parse_wheel_filename(wheel.name)[1]
     return (f'\n[[packages]]\nname = "pip"\nversion = "{version}"\n'
@@ -365,7 +383,7 @@ def _pip_package(wheel: Path) -> str:
 def _hash_local_files(resolved: Resolution) -> None:
     """pip reports no hash for a wheel of a --find-links folder: read it from the file (an index's
     hash is never computed again)."""
-    from .lock import local_path, sha256_of
+    from .lock import local_path
 
     for d in resolved.dists:
         path = local_path(d.url) if d.url and not d.sha256 else None
