@@ -88,8 +88,9 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
             con.print(f"[bold]Resolution[/bold] not tried: {_esc(res.skipped)}")
         elif res.ok:
             how = ("uv pip compile --format pylock.toml" if res.tool == "uv" else "pip install --dry-run --report")
-            t = Table(title=f"Resolution ({how}: exactly these {'are' if applying else 'would be'} installed)",
-                      title_justify="left")
+            what = "exactly these are installed" if applying else \
+                "exactly these would be installed; nothing was installed"
+            t = Table(title=f"Resolution ({how}: {what})", title_justify="left")
             any_size = res.unknown_sizes < len(res.dists)
             cols = ("distribution", "version", "size", "from") if any_size else ("distribution", "version", "from")
             for col in cols:
