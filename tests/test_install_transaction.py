@@ -269,7 +269,7 @@ def test_incompatible_wheel_at_install_time_rolls_back(work: Path, index: LocalI
     venv, py, freeze, tree = existing_env(work, index, "goodlib==1.0")
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
     pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
-    pre.packages = ["demo-app", "incompat-lib"]
+    pre.packages, pre.resolution = ["demo-app", "incompat-lib"], None  # no resolution: the packages themselves
     with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E503", err.value.render()
@@ -290,7 +290,8 @@ def test_resolver_conflict(work: Path, index: LocalIndex) -> None:
 
     opts = InstallOptions(index_url=index.url, apply=True, venv=venv, log=work / "log.txt", verify=False)
     pre = prepare(build_plan(Recommendation.from_json({"recipe": "demo", "packages": ["demo-app"]}), opts), opts)
-    pre.packages = ["conflict-a", "conflict-b"]
+    # --apply installs the resolution it showed; without one it installs the packages themselves
+    pre.packages, pre.resolution = ["conflict-a", "conflict-b"], None
     with pytest.raises(StageError) as err:
         apply(pre, opts)
     assert err.value.ref == "E504"

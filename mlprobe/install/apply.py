@@ -18,24 +18,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from packaging.utils import canonicalize_name
+
 from ..errors import StageError
 from ..model.jsontypes import JsonObject
 from ..model.verify import VerifyResult
 from ..urls import mask_credentials, mask_doc
 from . import keep
 from ..venvconf import activate
-from .backends import Backend, choose_backend, needs_pip, pip_command
+from .backends import Backend, choose_backend, needs_pip, pip_command, source_args
 from .index import check_index, offline_hint
-from .lock import LOCK_NAME
+from .lock import LOCK_NAME, sha256_of
 from .pin import PinSet
 from .preflight import Preflight as Preflight, Progress as Progress, TargetEnv as TargetEnv
 from .preflight import _masked, _verify_framework, prepare as prepare
 from .preflight import choose_target as choose_target, plan_steps as plan_steps
 from .proc import StepTimeout, Transcript, run_logged, run_quiet
-from .resolve import Failure, classify_failure, installed_names
+from .resolve import Failure, Resolution, ResolvedDist, classify_failure, installed_names
 from .steps import InstallOptions, InstallPlan
 from .transaction import RestoreReport, Transaction
-from .venv import Interpreter, create_venv_argv, inspect_interpreter, venv_python
+from .venv import (Interpreter, bundled_pip_wheel, create_venv_argv, inspect_interpreter, uv_seed_pip_argv,
+                   uv_venv_argv, venv_python)
 
 IMPORT_CHECK_TIMEOUT_S = 600.0
 VENV_TIMEOUT_S = 300.0
@@ -172,6 +175,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
     device_note: Optional[str] = None
     pinset: Optional[PinSet] = None
     remarks: List[str] = []
+    seed_pip: Optional[Path] = None  # pip's wheel, put into a venv made without it with the install itself
     try:
         with _SignalsAsInterrupt(), txn:
             if env.mode == "new-venv":
@@ -179,8 +183,23 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 progress.step(f"creating {env.path}")
                 txn.claim_new_venv()
                 assert txn.new_venv is not None  # the real folder: `python -m venv` does not follow a link
-                r = _run_step(create_venv_argv(env.python, txn.new_venv, opts.with_pip), transcript, progress,
-                              VENV_TIMEOUT_S)
+                by_uv = pre.backend.name == "uv" and pre.backend.uv is not None
+                # pip's wheel goes in with the install of the resolution, where it can: `python -m venv`
+                # without ensurepip takes a tenth of the time
+                pip_rides = opts.with_pip and not by_uv and _pip_rides_along(pre, bundled_pip_wheel(info.stdlib))
+                if pip_rides:
+                    seed_pip = bundled_pip_wheel(info.stdlib)
+                argv = uv_venv_argv(pre.backend.uv, env.python, txn.new_venv) if pre.backend.uv and by_uv \
+                    else create_venv_argv(env.python, txn.new_venv, opts.with_pip and not pip_rides)
+                r = _run_step(argv, transcript, progress, VENV_TIMEOUT_S,
+                              env=pre.backend.env(plan.sources) if by_uv else None)
+                if by_uv and opts.with_pip:
+                    seed_pip = bundled_pip_wheel(info.stdlib)
+                    if not _seeds_with_the_install(pre, seed_pip) and r.rc == 0 and pre.backend.uv:
+                        seed = uv_seed_pip_argv(pre.backend.uv, str(venv_python(txn.new_venv)), seed_pip,
+                                                source_args(plan.sources))
+                        r = _run_step(seed, transcript, progress, VENV_TIMEOUT_S, env=pre.backend.env(plan.sources))
+                        seed_pip = None
                 if r.rc != 0:
                     no_venv_module = "ensurepip" in r.output or "No module named venv" in r.output
                     raise StageError(f"could not create the venv {env.path}", why=r.output.strip()[-300:],
@@ -208,19 +227,15 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             txn.will_install(_dists_to_install(pre))
             if backend.name == "uv" and env.mode != "system" and env.path is not None:
                 txn.protect_file(env.path / ".lock")  # uv's lock of the environment, made at its first run
-            progress.step(f"installing with {backend.name}: {' '.join(pre.packages)}" if pre.packages else
-                          f"installing the files of the lock with {backend.name}" if plan.lock_file else
-                          f"installing with {backend.name}")
-            argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
-            if env.mode != "system" and python not in argv[:6]:  # never the wrong interpreter
-                raise StageError("internal error: the install command does not name the venv's python",
-                                 why=" ".join(argv[:6]), ref="E000", kind="failure")
-            r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources),
-                          on_start=on_child)
-            if r.rc != 0:
-                failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
-                raise failure.to_error("failure")
-            progress.done(f"installed with {backend.name} in {r.seconds:.0f} s")
+            resolved = pre.resolution if pre.resolution is not None and pre.resolution.ok else None
+            if resolved is not None and not resolved.dists:
+                progress.done("nothing to install: the resolution found everything in place")
+            else:
+                _install(pre, backend, resolved, python, env.mode, transcript, progress, opts, on_child, seed_pip)
+            # asked while the import check runs (each an interpreter start): nothing installs after this
+            queries = keep.Queries(python, backend.pip or keep.running_pip())
+            if env.path is not None:
+                queries.start()
             for shim in plan.shims:
                 progress.step(f"installing the shim {shim}")
                 _install_shim(shim, info, txn, transcript)
@@ -255,7 +270,7 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 scripts_written = sorted(set(scripts_written) | set(fixed_scripts))
             if env.path is not None:
                 pinset, remarks = keep.pin_installed(plan, python, env.path, backend.pip or keep.running_pip(),
-                                                     txn, transcript)
+                                                     txn, transcript, queries)
                 progress.done(f"pinned {', '.join(p.requirement for p in pinset.pins)} in {pinset.file}")
     except KeyboardInterrupt as exc:
         summary = txn.report.summary() if txn.report else "nothing had changed yet"
@@ -278,8 +293,8 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
             exc.next_step = "; ".join(x for x in (exc.next_step, f"the log is {log_path}") if x)
         raise
     dists = pre.resolution.dists if pre.resolution else []
-    lock_path, lock_error = _write_lock(plan, env, python, backend, [d.name for d in dists], log_path, transcript,
-                                        progress)
+    lock_path, lock_error = _write_lock(plan, env, python, backend, dists, log_path, transcript, progress,
+                                        queries)
     verified: Optional[VerifyResult] = None
     verify_error: Optional[str] = None
     if opts.verify:
@@ -311,6 +326,89 @@ def _dists_to_install(pre: Preflight) -> List[Tuple[str, str]]:
         except InvalidRequirement:
             continue
     return out
+
+
+def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], python: str, mode: str,
+             transcript: Transcript, progress: Progress, opts: InstallOptions,
+             on_child: Optional[Callable[[Any], None]], seed_pip: Optional[Path] = None) -> None:
+    """Install exactly the resolution the pre-flight showed (resolved once: uv's pylock.toml, or pip's
+    report as hashed requirements with --no-deps); the packages themselves only when there is none.
+    seed_pip: the wheel of pip a venv just made without it gets in the same run (no resolution either)."""
+    import tempfile
+
+    plan = pre.plan
+    with tempfile.TemporaryDirectory(prefix="mlprobe-resolution-") as tmp:
+        if resolved is not None and backend.name == "uv" and resolved.lock_text:
+            lock_file = Path(tmp) / LOCK_NAME  # uv reads a lock only by this name (or pylock.NAME.toml)
+            text = resolved.lock_text + (_pip_package(seed_pip) if seed_pip is not None else "")
+            lock_file.write_text(text, encoding="utf-8")
+            argv = backend.install_resolved_argv(str(lock_file), plan.sources, hashes=True)
+            what = f"the {len(resolved.dists)} file(s) uv resolved (pylock.toml, sha256 checked)"
+        elif resolved is not None and backend.name == "pip" and resolved.dists:
+            _hash_local_files(resolved)
+            req = Path(tmp) / "resolution.txt"
+            lines = resolved.hashed_requirements()
+            if seed_pip is not None:  # a direct reference: hashed only when the others are (pip's rule)
+                lines.append(f"pip @ {seed_pip.absolute().as_uri()}"
+                             + (f" --hash=sha256:{sha256_of(seed_pip)}" if resolved.hashed else ""))
+            req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            argv = backend.install_resolved_argv(str(req), plan.sources, hashes=resolved.hashed)
+            what = f"the {len(resolved.dists)} file(s) pip resolved (--no-deps" + \
+                (", each by its sha256)" if resolved.hashed else ")")
+        else:
+            argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
+            what = " ".join(pre.packages) if pre.packages else "the files of the lock" if plan.lock_file else ""
+        progress.step(f"installing with {backend.name}: {what}" if what else f"installing with {backend.name}")
+        if mode != "system" and python not in argv[:6]:  # never the wrong interpreter
+            raise StageError("internal error: the install command does not name the venv's python",
+                             why=" ".join(argv[:6]), ref="E000", kind="failure")
+        r = _run_step(argv, transcript, progress, opts.timeout_s, env=backend.env(plan.sources), on_start=on_child)
+    if r.rc != 0:
+        failure = _diagnose(classify_failure(r.output, backend.name, "installing"), pre)
+        raise failure.to_error("failure")
+    progress.done(f"installed with {backend.name} in {r.seconds:.1f} s")
+
+
+def _seeds_with_the_install(pre: Preflight, wheel: Optional[Path]) -> bool:
+    """pip's wheel can ride in uv's install of the resolution: there is one, uv installs from a lock,
+    and the resolution has no pip of its own."""
+    res = pre.resolution
+    return wheel is not None and res is not None and res.ok and bool(res.lock_text) and bool(res.dists) \
+        and all(canonicalize_name(d.name) != "pip" for d in res.dists)
+
+
+def _pip_rides_along(pre: Preflight, wheel: Optional[Path]) -> bool:
+    """pip's wheel can ride in pip's install of the resolution into a venv made without ensurepip:
+    the pip running mlprobe can drive that venv from outside (--python) until it has its own."""
+    from .backends import PIP_MIN_FOR_PYTHON_OPTION, _pip_version_tuple
+
+    res = pre.resolution
+    return wheel is not None and res is not None and res.ok and res.tool == "pip" and bool(res.dists) \
+        and all(canonicalize_name(d.name) != "pip" for d in res.dists) \
+        and _pip_version_tuple() >= PIP_MIN_FOR_PYTHON_OPTION
+
+
+def _pip_package(wheel: Path) -> str:
+    """A [[packages]] entry of pylock.toml for the pip wheel the interpreter carries (its own sha256)."""
+    import json
+
+    from packaging.utils import parse_wheel_filename
+
+    version = parse_wheel_filename(wheel.name)[1]
+    return (f'\n[[packages]]\nname = "pip"\nversion = "{version}"\n'
+            f'wheels = [{{ url = {json.dumps(wheel.absolute().as_uri())}, '
+            f'hashes = {{ sha256 = "{sha256_of(wheel)}" }} }}]\n')
+
+
+def _hash_local_files(resolved: Resolution) -> None:
+    """pip reports no hash for a wheel of a --find-links folder: read it from the file (an index's
+    hash is never computed again)."""
+    from .lock import local_path
+
+    for d in resolved.dists:
+        path = local_path(d.url) if d.url and not d.sha256 else None
+        if path is not None and path.is_file():
+            d.sha256 = sha256_of(path)
 
 
 def _write_settings(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: str, txn: Transaction,
@@ -440,14 +538,20 @@ def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Tran
                         + (f" ({r.stderr.strip()[-200:]})" if r.returncode != 0 else ""))
 
 
-def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, names: List[str],
-                log_path: Path, transcript: Transcript, progress: Progress) -> Tuple[Optional[str], Optional[str]]:
-    """(the lock written, or None and why not): a lock that cannot be made does not undo the install."""
+def _write_lock(plan: InstallPlan, env: TargetEnv, python: str, backend: Backend, dists: List[ResolvedDist],
+                log_path: Path, transcript: Transcript, progress: Progress,
+                queries: Optional[keep.Queries] = None) -> Tuple[Optional[str], Optional[str]]:
+    """(the lock written, or None and why not): a lock that cannot be made does not undo the install.
+    Written from the resolution that was installed; pip is asked only where it has no file URL."""
     dest = env.path / LOCK_NAME if env.path is not None else \
         log_path.with_name(log_path.stem.replace("install-", "pylock.", 1) + ".toml")
     progress.step(f"writing the lock {dest}")
     try:
-        out = keep.lock_installed(plan, python, names, backend.pip or keep.running_pip(), dest, transcript)
+        if dists and all(d.url for d in dists):
+            out = keep.lock_resolved(plan, python, dists, dest, transcript, queries)
+        else:
+            out = keep.lock_installed(plan, python, [d.name for d in dists], backend.pip or keep.running_pip(),
+                                      dest, transcript)
     except StageError as exc:
         transcript.note(f"no lock written: {exc.what} ({exc.why})")
         progress.done(f"no lock written: {exc.what}", ok=False)

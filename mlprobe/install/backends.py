@@ -239,7 +239,7 @@ def set_aside(sources: Sources, backend: str) -> List[str]:
     """What of pip's and uv's configuration this install does not let in, in words (empty when
     nothing of the kind is set)."""
     out: List[str] = []
-    if not sources.use_pip_config:
+    if not sources.use_pip_config and backend != "uv":  # uv reads neither pip's variables nor its files
         names = [k for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")
                  if os.environ.get(k, "").strip() and k != "PIP_INDEX_URL"]
         if names:
@@ -357,13 +357,31 @@ class Backend:
         return [*self.pip, "install", *COMMON_PIP, "--progress-bar", "off", *source_args(sources),
                 *(extra or []), *packages]
 
+    def install_resolved_argv(self, resolved_file: str, sources: Sources, hashes: bool) -> List[str]:
+        """Install exactly a resolution: uv from its pylock.toml (`-r pylock.toml`: no resolution,
+        each file checked against its sha256), pip from a requirements file of `name==version
+        --hash=…` lines with --no-deps (no resolution; --require-hashes when every line has one)."""
+        if self.name == "uv":
+            assert self.uv is not None
+            return [self.uv, "pip", "install", "--no-config", "--python", self.python, *source_args(sources),
+                    "-r", resolved_file]
+        return [*self.pip, "install", *COMMON_PIP, "--progress-bar", "off", *source_args(sources), "--no-deps",
+                *(["--require-hashes"] if hashes else []), "-r", resolved_file]
+
     def env(self, sources: Sources) -> Dict[str, str]:
         return uv_env(sources) if self.name == "uv" else pip_env(sources)
 
-    def display(self, packages: List[str], sources: Sources) -> str:
-        """The command a person would type (python -m pip … / uv pip install …)."""
+    def display(self, packages: List[str], sources: Sources, resolved_file: Optional[str] = None) -> str:
+        """The command a person would type (python -m pip … / uv pip install …); with resolved_file,
+        the install of exactly that resolution."""
         import shlex
 
+        if resolved_file is not None:
+            argv = self.install_resolved_argv(resolved_file, sources, hashes=True)
+            argv = ["uv", *argv[1:]] if self.name == "uv" else [self.python, "-m", "pip", "install",
+                                                                   *argv[len(self.pip) + 1:]]
+            argv = [a for a in argv if a not in COMMON_PIP and a not in ("--progress-bar", "off")]
+            return " ".join(shlex.quote(mask_credentials(a)) for a in argv)
         if self.name == "uv":
             argv = ["uv", "pip", "install", "--no-config", "--python", self.python, *source_args(sources),
                     *packages]

@@ -248,6 +248,8 @@ class IndexCheck:
     ref: Optional[str] = None
     seconds: float = 0.0
     sizes: Dict[str, int] = field(default_factory=dict)  # url -> size, where the index told
+    versions: List[str] = field(default_factory=list)  # every version with a wheel that fits, newest first
+    files: List[IndexFile] = field(default_factory=list)  # the page as read (for recheck)
 
     def to_dict(self) -> JsonObject:
         """`install --json`'s `index_checks` entry (the sizes by URL stay inside)."""
@@ -321,6 +323,7 @@ def evaluate_files(check: IndexCheck, files: List[IndexFile], target: Target) ->
             continue
         candidates.append((version, -best, f))
     candidates.sort(key=lambda c: (c[0], c[1]), reverse=True)
+    check.versions = list(dict.fromkeys(str(c[0]) for c in candidates))
     check.compatible = [c[2].filename for c in candidates[:5]]
     check.seen_tags = list(dict.fromkeys(other_tags))[:5]
     if candidates:
@@ -402,7 +405,17 @@ def check_index(index_url: str, requirement: str, target: Target, timeout: float
         check.ref = "E502"
         check.message = f"{host_of(index_url)} answered, but not with a package index page ({exc})"
         return check
+    check.files = files
     return evaluate_files(check, files, target)
+
+
+def recheck(check: IndexCheck, requirement: str, target: Target) -> IndexCheck:
+    """The same page read again for another requirement of its project (a variant's pin), without
+    asking the index again."""
+    again = IndexCheck(index_url=check.index_url, requirement=requirement, project=check.project,
+                       reachable=check.reachable, status=check.status, api=check.api, seconds=check.seconds,
+                       files=check.files)
+    return evaluate_files(again, check.files, target)
 
 
 def _short_reason(exc: BaseException) -> str:

@@ -15,7 +15,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -29,6 +30,9 @@ from .transaction import Transaction
 from .venv import list_distributions
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from .resolve import ResolvedDist
     from .steps import InstallPlan
 
 LOCK_TIMEOUT_S = 600.0
@@ -36,6 +40,58 @@ LOCK_TIMEOUT_S = 600.0
 
 def _installed(python: str) -> Dict[str, Tuple[str, str]]:
     return {str(canonicalize_name(d.name)): (d.name, d.version) for d in list_distributions(python)}
+
+
+class Queries:
+    """What the pins and the lock ask of the environment once the packages are in (its distributions,
+    its marker environment, the constraint files pip's configuration names): each a start of an
+    interpreter, asked at once in the background while the import check runs, and each asked the
+    moment it is needed when it was not started (or failed: its own error is then raised there)."""
+
+    def __init__(self, python: str, pip_cmd: Sequence[str]) -> None:
+        self.python, self.pip_cmd = python, list(pip_cmd)
+        self._futures: Dict[str, "Future[Any]"] = {}
+
+    def start(self) -> "Queries":
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="mlprobe-after-install")
+        self._futures = {"installed": pool.submit(_installed, self.python),
+                         "environment": pool.submit(locks.environment_of, self.python),
+                         "inherited": pool.submit(inherited_constraints, self.python, self.pip_cmd)}
+        pool.shutdown(wait=False)
+        return self
+
+    def _get(self, key: str, ask: "Callable[[], Any]") -> Any:
+        fut = self._futures.pop(key, None)
+        if fut is not None:
+            try:
+                return fut.result()
+            except Exception:  # asked again below, where its error (if any) is raised as usual
+                pass
+        return ask()
+
+    def installed(self) -> Dict[str, Tuple[str, str]]:
+        out: Dict[str, Tuple[str, str]] = self._get("installed", lambda: _installed(self.python))
+        self._futures["installed"] = _done(out)  # the lock asks again, after the pins: nothing changed
+        return out
+
+    def environment(self) -> Dict[str, str]:
+        out: Dict[str, str] = self._get("environment", lambda: locks.environment_of(self.python))
+        return out
+
+    def inherited(self) -> Tuple[List[str], Optional[str]]:
+        out: Tuple[List[str], Optional[str]] = self._get(
+            "inherited", lambda: inherited_constraints(self.python, self.pip_cmd))
+        return out
+
+
+def _done(value: Any) -> "Future[Any]":
+    from concurrent.futures import Future
+
+    f: "Future[Any]" = Future()
+    f.set_result(value)
+    return f
 
 
 def lift_pins(venv: Path, txn: Transaction, transcript: Transcript) -> List[str]:
@@ -75,13 +131,14 @@ def inherited_constraints(python: str, pip_cmd: Sequence[str]) -> Tuple[List[str
 
 
 def pin_installed(plan: "InstallPlan", python: str, venv: Path, pip_cmd: Sequence[str], txn: Transaction,
-                  transcript: Transcript) -> Tuple[pins.PinSet, List[str]]:
+                  transcript: Transcript, queries: Optional[Queries] = None) -> Tuple[pins.PinSet, List[str]]:
     """Pin the recipe's distributions as installed now. Returns the pins and remarks for the person."""
     for f in pins.pin_files(venv):
         txn.protect_file(f)
-    installed = _installed(python)
+    q = queries or Queries(python, pip_cmd)
+    installed = q.installed()
     chosen = pins.choose_pins(plan.packages, installed, _index_of(plan))
-    inherited, env_value = inherited_constraints(python, pip_cmd)
+    inherited, env_value = q.inherited()
     pinset = pins.write_pins(venv, chosen, plan.recipe, inherited)
     remarks = []
     if inherited:
@@ -131,6 +188,40 @@ def lock_installed(plan: "InstallPlan", python: str, names: Sequence[str], pip_c
                             environments=[environment_marker(env)], tool=tool_table(plan, env))
     out = locks.write_lock(dest, lock)
     transcript.note(f"lock written: {out} ({len(entries)} files)")
+    return out
+
+
+def lock_resolved(plan: "InstallPlan", python: str, dists: Sequence["ResolvedDist"], dest: Path,
+                  transcript: Transcript, queries: Optional[Queries] = None) -> Path:
+    """Write a pylock.toml of the resolution that was installed, from the resolver's own URLs, sha256
+    and sizes (no second question to pip; a hash is computed only for a file no resolver hashed).
+    Each distribution must be installed at the resolved version (E531 when not)."""
+    import dataclasses
+
+    q = queries or Queries(python, [])
+    installed = q.installed()
+    missing = [f"{d.name}=={d.version}" for d in dists
+               if installed.get(str(canonicalize_name(d.name)), ("", ""))[1] != d.version]
+    if missing:
+        raise StageError("what is installed is not what was resolved", why="not installed as resolved: "
+                         + ", ".join(missing[:6]), ref="E531", kind="failure")
+    index = _index_of(plan)
+    entries = []
+    for d in dists:
+        if not d.url:
+            raise StageError(f"no URL for {d.name} {d.version} in the resolution", ref="E531", kind="failure")
+        filename = d.filename or unquote(urlsplit(d.url).path.rsplit("/", 1)[-1])
+        entry = locks.LockEntry(name=d.name, version=d.version, filename=filename, sha256=d.sha256 or "",
+                                url=d.url.split("#", 1)[0], size=d.size, index=index, requested=d.requested)
+        if not entry.sha256:
+            filled = locks.fill_hash(entry)
+            entry = dataclasses.replace(filled, size=entry.size or filled.size)
+        entries.append(entry)
+    env = q.environment()
+    lock = locks.build_lock(entries, requires_python=f"=={env['python_version']}.*",
+                            environments=[environment_marker(env)], tool=tool_table(plan, env))
+    out = locks.write_lock(dest, lock)
+    transcript.note(f"lock written from the resolution: {out} ({len(entries)} files)")
     return out
 
 

@@ -21,8 +21,10 @@ from ..urls import mask_credentials, mask_doc
 from . import keep
 from ..venvconf import activate
 from .backends import Backend, choose_backend, needs_pip, set_aside
-from .index import IndexCheck, Target, check_index, offline_hint, target_for_interpreter, target_from_report
-from .resolve import Resolution, dry_run, fill_sizes, pin_variants, uv_dry_run
+from .lock import LOCK_NAME
+from .index import (IndexCheck, Target, check_index, offline_hint, recheck, target_for_interpreter,
+                    target_from_report)
+from .resolve import Resolution, dry_run, fill_sizes, needs_variant, pin_variants, uv_dry_run, variant_pin
 from .steps import InstallOptions, InstallPlan, Step
 from .venv import (Interpreter, check_system_target, check_venv_target, default_venv_path, find_python,
                    inspect_interpreter, venv_python)
@@ -170,9 +172,13 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
     py = env.python
     if env.mode == "new-venv" and env.path is not None:
         py = str(venv_python(env.path))
+        by_uv = backend is not None and backend.name == "uv" and backend.uv is not None
+        argv = ["uv", "venv", "--python", env.python, str(env.path)] if by_uv else \
+            [env.python, "-m", "venv", str(env.path)]
         steps.append(Step("venv", f"create a virtual environment {env.path} "
-                          f"(Python {env.target.python_version})",
-                          shell.command([env.python, "-m", "venv", str(env.path)], os.name == "nt")))
+                          f"(Python {env.target.python_version})"
+                          + (" with uv, pip put in from the interpreter's own wheel" if by_uv else ""),
+                          shell.command(argv, os.name == "nt")))
     elif env.mode == "venv":
         steps.append(Step("venv", f"reuse the virtual environment {env.path} "
                           f"(Python {env.target.python_version}); its packages are saved first and restored "
@@ -185,6 +191,17 @@ def plan_steps(plan: InstallPlan, env: TargetEnv, backend: Optional[Backend],
         steps.append(Step("install", f"install the files of the lock {plan.lock_file} from "
                           f"{plan.sources.describe()} (exact versions, sha256 checked, no other dependency)",
                           shown_lock))
+    elif backend is not None and env.mode != "replay":
+        b = Backend(backend.name, py, backend.pip, backend.uv)
+        if backend.name == "uv":
+            shown = b.display([], plan.sources, resolved_file=LOCK_NAME)
+            how = "exactly the resolution below (uv's pylock.toml: those files, each checked by its sha256)"
+        else:
+            shown = b.display([], plan.sources, resolved_file="resolution.txt")
+            how = ("exactly the resolution below (pip's report as name==version --hash lines, --no-deps: "
+                   "those files, each checked by its sha256)")
+        steps.append(Step("install", f"install {how} with {backend.name} from {plan.sources.describe()}",
+                          shown))
     elif backend is not None:
         shown = Backend(backend.name, py, backend.pip, backend.uv).display(packages + plan.pip_args,
                                                                              plan.sources)
@@ -263,24 +280,30 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
     packages = [] if plan.lock_requirements else list(plan.packages)
     pre = Preflight(plan=plan, env=env, backend=backend, packages=packages)
     other_python = env.mode == "replay"
-    if plan.variant_label and plan.sources.origin != "recipe" and not plan.lock_requirements:
+    indexes = plan.sources.checkable_indexes
+    variant = bool(plan.variant_label) and plan.sources.origin != "recipe" and not plan.lock_requirements
+    # One index and nothing else: the page its check reads lists every build pip or uv could pick, so
+    # the variant's pin is read from it (no `pip index versions`, a second pip start).
+    pin_from_checks = variant and len(indexes) == 1 and not plan.sources.find_links
+    if variant and not pin_from_checks:
         say(f"looking for the +{plan.variant_label} builds in {plan.sources.describe()}")
         try:
-            packages, notes = pin_variants(pip_cmd, packages, plan.variant_label, plan.sources,
+            packages, notes = pin_variants(pip_cmd, packages, plan.variant_label or "", plan.sources,
                                            python_version=env.target.major_minor if other_python else None)
             plan.notes.extend(notes)
             pre.packages = packages
         except StageError as exc:
             pre.problems.append(_masked(exc))
-    pre.steps = plan_steps(plan, env, backend, pre.packages)
     # Index checks: one short request per (index, requirement), concurrently.
-    indexes = plan.sources.checkable_indexes
     if indexes:
         say(f"checking {', '.join(indexes)}")
         jobs = [(u, p) for u in indexes[:1] for p in pre.packages]
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
             pre.checks = list(pool.map(
                 lambda j: check_index(j[0], j[1], env.target, timeout=opts.check_timeout_s), jobs))
+    if pin_from_checks:
+        _pin_from_checks(pre, plan.variant_label or "", env)
+    pre.steps = plan_steps(plan, env, backend, pre.packages)
     blocking = [c for c in pre.checks if not c.ok and not plan.sources.extra_index_urls
                 and not plan.sources.find_links]
     for c in blocking[:1]:
@@ -299,9 +322,9 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
         return pre
     if backend is not None and backend.name == "uv" and backend.uv and env.mode != "replay":
         # the installer that --apply will run resolves, with the same sources and options
-        say("resolving (uv, as --apply will install)")
+        say("resolving (uv pip compile to a pylock.toml, which --apply installs as it is)")
         res = uv_dry_run(backend.uv, env.python, pre.packages, plan.sources, backend.env(plan.sources),
-                         fresh=env.mode == "new-venv", extra=plan.pip_args)
+                         extra=plan.pip_args)
     elif env.mode == "replay":
         say("resolving (pip install --dry-run)")
         res = dry_run(pip_cmd, pre.packages, plan.sources, ignore_installed=True,
@@ -319,6 +342,26 @@ def prepare(plan: InstallPlan, opts: InstallOptions, report: Optional[Facts] = N
         pre.problems.append(_masked(res.failure.to_error("unavailable")))
     pre.resolution = res
     return pre
+
+
+def _pin_from_checks(pre: Preflight, label: str, env: TargetEnv) -> None:
+    """Pin each build-variant project to its newest +label build on the one index, read from the page
+    its index check fetched; the check is then read again for the pinned requirement."""
+    out: List[str] = []
+    for spec, check in zip(list(pre.packages), list(pre.checks)):
+        if not needs_variant(spec) or not check.files:  # a page that did not read: its check says why
+            out.append(spec)
+            continue
+        try:
+            pinned, note = variant_pin(spec, check.versions, label, pre.plan.sources)
+        except StageError as exc:
+            pre.problems.append(_masked(exc))
+            out.append(spec)
+            continue
+        pre.plan.notes.append(note)
+        out.append(pinned)
+        pre.checks[pre.checks.index(check)] = recheck(check, pinned, env.target)
+    pre.packages = out
 
 
 def _masked(exc: StageError) -> StageError:

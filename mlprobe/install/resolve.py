@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -46,10 +46,12 @@ class ResolvedDist:
     size: Optional[int] = None
     requested: bool = False
     is_direct: bool = False
+    sha256: Optional[str] = None  # as the resolver reported it (the index's hash)
 
     def to_dict(self) -> JsonObject:
         return {"name": self.name, "version": self.version, "url": self.url, "filename": self.filename,
-                "size": self.size, "requested": self.requested, "is_direct": self.is_direct}
+                "size": self.size, "requested": self.requested, "is_direct": self.is_direct,
+                "sha256": self.sha256}
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,24 @@ class Resolution:
     failure: Optional[Failure] = None
     skipped: Optional[str] = None  # why no resolution was tried
     output_tail: str = ""
+    tool: str = "pip"  # the resolver: pip (install --dry-run --report) or uv (pip compile to a pylock.toml)
+    lock_text: Optional[str] = None  # uv's pylock.toml of this resolution, installed as it is by --apply
+
+    @property
+    def sizes_known(self) -> bool:
+        """Every distribution's size is known (the index or the disk said)."""
+        return all(d.size is not None for d in self.dists)
+
+    @property
+    def hashed(self) -> bool:
+        """Every distribution has a sha256 from the resolver, so it can be installed by hash."""
+        return bool(self.dists) and all(d.sha256 and d.url for d in self.dists)
+
+    def hashed_requirements(self) -> List[str]:
+        """`name==version --hash=sha256:…` for each distribution: installed with --no-deps, exactly
+        these files land (pip picks the file of that hash, and refuses any other)."""
+        return [f"{d.name}=={d.version} --hash=sha256:{d.sha256}" if d.sha256 else f"{d.name}=={d.version}"
+                for d in self.dists]
 
     @property
     def total_size(self) -> int:
@@ -86,7 +106,7 @@ class Resolution:
     def to_dict(self) -> JsonObject:
         f = self.failure
         return {
-            "ok": self.ok, "skipped": self.skipped, "command": self.command,
+            "ok": self.ok, "skipped": self.skipped, "command": self.command, "tool": self.tool,
             "seconds": round(self.seconds, 2),
             "distributions": [d.to_dict() for d in self.dists],
             "total_size": self.total_size, "unknown_sizes": self.unknown_sizes,
@@ -118,9 +138,55 @@ def parse_pip_report(text: str) -> List[ResolvedDist]:
             continue
         info = item.get("download_info") or {}
         url = info.get("url") if isinstance(info.get("url"), str) else None
-        filename = url.split("#", 1)[0].rsplit("/", 1)[-1] if url else None
+        filename = unquote(url.split("#", 1)[0].rsplit("/", 1)[-1]) if url else None
         out.append(ResolvedDist(name=name, version=version, url=url, filename=filename,
-                                requested=bool(item.get("requested")), is_direct=bool(item.get("is_direct"))))
+                                requested=bool(item.get("requested")), is_direct=bool(item.get("is_direct")),
+                                sha256=_report_sha256(info)))
+    return out
+
+
+def _report_sha256(info: Any) -> Optional[str]:
+    """The sha256 of a pip report's `download_info` (archive_info.hashes, or the older `hash`)."""
+    archive = info.get("archive_info") if isinstance(info, dict) else None
+    if not isinstance(archive, dict):
+        return None
+    hashes = archive.get("hashes")
+    digest = hashes.get("sha256") if isinstance(hashes, dict) else None
+    if isinstance(digest, str) and digest:
+        return digest
+    h = archive.get("hash")
+    return h.split("=", 1)[1] if isinstance(h, str) and h.startswith("sha256=") else None
+
+
+def parse_uv_pylock(text: str) -> List[ResolvedDist]:
+    """`uv pip compile --format pylock.toml`'s lock -> its distributions, each with the one file uv
+    chose (URL, size where the index said it, sha256). Raises ParseError when it is not such a lock."""
+    from .lock import loads_toml
+
+    try:
+        doc = loads_toml(text)
+    except ValueError as exc:
+        raise ParseError(f"uv's pylock.toml does not read: {exc}") from None
+    packages = doc.get("packages")
+    if not isinstance(packages, list):
+        raise ParseError("uv's pylock.toml has no [[packages]]")
+    out: List[ResolvedDist] = []
+    for pkg in packages:
+        if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
+            continue
+        files = pkg.get("wheels") or ([pkg["sdist"]] if isinstance(pkg.get("sdist"), dict) else [])
+        f = files[0] if isinstance(files, list) and files and isinstance(files[0], dict) else {}
+        url = f.get("url") if isinstance(f.get("url"), str) else None
+        if url is None and isinstance(f.get("path"), str):
+            url = Path(f["path"]).absolute().as_uri()
+        hashes = f.get("hashes")
+        digest = hashes.get("sha256") if isinstance(hashes, dict) else None
+        size = f.get("size")
+        name = f.get("name") if isinstance(f.get("name"), str) else \
+            (unquote(url.split("#", 1)[0].rsplit("/", 1)[-1]) if url else None)
+        out.append(ResolvedDist(name=pkg["name"], version=str(pkg.get("version") or ""), url=url, filename=name,
+                                size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                                sha256=digest if isinstance(digest, str) and digest else None))
     return out
 
 
@@ -296,61 +362,52 @@ def _run_resolver(tool: str, argv: List[str], shown: str, env: Dict[str, str], t
 
 
 _UV_INSTALL_ONLY = frozenset({"--require-hashes", "--verify-hashes", "--no-verify-hashes"})
-_UV_LINE = re.compile(r"^\s*(?:\+\s+)?([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
-
-
-def parse_uv_resolution(text: str, dry_run_install: bool) -> List[ResolvedDist]:
-    """uv's answer as distributions: `uv pip compile` prints `name==version` lines; `uv pip install
-    --dry-run` prints ` + name==version` for each package it would install (pure)."""
-    out: List[ResolvedDist] = []
-    for line in text.splitlines():
-        if dry_run_install and not line.lstrip().startswith("+"):
-            continue
-        if line.lstrip().startswith(("#", "-")):
-            continue
-        m = _UV_LINE.match(line)
-        if m:
-            out.append(ResolvedDist(name=m.group(1), version=m.group(2)))
-    return out
+def uv_compile_argv(uv: str, python: str, packages: Sequence[str], sources: Sources,
+                    extra: Sequence[str] = ()) -> Tuple[List[str], str]:
+    """(argv, stdin) of `uv pip compile --format pylock.toml` for `python`: the packages on stdin,
+    requirement files (`-r FILE`) as its positional sources, the install-only options (hash
+    checking) left to the install."""
+    compile_extra: List[str] = []
+    files: List[str] = []
+    it = iter(extra)
+    for a in it:
+        if a in ("-r", "--requirement"):
+            files.append(next(it, ""))
+        elif a.startswith("--requirement="):
+            files.append(a.split("=", 1)[1])
+        elif a not in _UV_INSTALL_ONLY:
+            compile_extra.append(a)
+    argv = [uv, "pip", "compile", "-", *[f for f in files if f], "--no-config", "--format", "pylock.toml",
+            "--python", python, "--no-header", "--quiet", *source_args(sources), *compile_extra]
+    return argv, "\n".join(packages) + "\n"
 
 
 def uv_dry_run(uv: str, python: str, packages: Sequence[str], sources: Sources, env: Dict[str, str], *,
-               fresh: bool, extra: Sequence[str] = (), timeout: float = DRY_RUN_TIMEOUT_S) -> Resolution:
-    """Resolve with uv, the installer `--apply` will run, with the same sources and options. Into an
-    environment that exists: `uv pip install --dry-run` (what it would change there); for a venv not
-    made yet: `uv pip compile` for that interpreter (nothing of the base interpreter's counts)."""
-    src = source_args(sources)
-    if fresh:
-        # `uv pip compile` resolves; the install-only options (hash checking) apply when installing
-        # and requirement files (`-r FILE`) are its positional sources, beside the packages on stdin
-        compile_extra: List[str] = []
-        files: List[str] = []
-        it = iter(extra)
-        for a in it:
-            if a in ("-r", "--requirement"):
-                files.append(next(it, ""))
-            elif a.startswith("--requirement="):
-                files.append(a.split("=", 1)[1])
-            elif a not in _UV_INSTALL_ONLY:
-                compile_extra.append(a)
-        argv = [uv, "pip", "compile", "-", *[f for f in files if f], "--python", python, "--no-header",
-                "--no-annotate", "--quiet", *src, *compile_extra]
-        stdin = "\n".join(packages) + "\n"
-    else:
-        argv = [uv, "pip", "install", "--dry-run", "--python", python, *src, *extra, *packages]
-        stdin = None
-    shown = " ".join(argv if stdin is None else argv + ["<<<", " ".join(packages)])
+               extra: Sequence[str] = (), timeout: float = DRY_RUN_TIMEOUT_S) -> Resolution:
+    """Resolve once with uv, the installer `--apply` will run, with the same sources and options, for
+    that interpreter: `uv pip compile --format pylock.toml`. The lock it prints (every file's URL,
+    sha256 and, where the index says, size) is what --apply installs (`uv pip install -r
+    pylock.toml`: no second resolution) and what mlprobe's own lock is written from."""
+    argv, stdin = uv_compile_argv(uv, python, packages, sources, extra)
+    shown = " ".join(argv + ["<<<", " ".join(packages)]) if packages else " ".join(argv)
     cp, seconds, gone = _run_resolver("uv", argv, shown, env, timeout, stdin)
     if cp is None:
+        gone.tool = "uv"
         return gone
     if cp.returncode != 0:
-        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:],
+        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:], tool="uv",
                           failure=classify_failure(cp.stderr + "\n" + cp.stdout[-2000:], "uv"))
-    dists = parse_uv_resolution(cp.stdout if fresh else cp.stderr + "\n" + cp.stdout, not fresh)
+    try:
+        dists = parse_uv_pylock(cp.stdout)
+    except ParseError as exc:
+        return Resolution(ok=False, command=shown, seconds=seconds, output_tail=cp.stderr[-4000:], tool="uv",
+                          failure=Failure("other", "uv's resolution gave no readable pylock.toml", str(exc),
+                                          "use --installer pip, or a uv that writes pylock.toml (>= 0.6)",
+                                          "E539"))
     wanted = {canonicalize_name(_req_name(p)) for p in packages}
     for d in dists:
         d.requested = canonicalize_name(d.name) in wanted
-    return Resolution(ok=True, dists=dists, command=shown, seconds=seconds)
+    return Resolution(ok=True, dists=dists, command=shown, seconds=seconds, tool="uv", lock_text=cp.stdout)
 
 
 def _req_name(text: str) -> str:
@@ -449,24 +506,34 @@ def pin_variants(pip_cmd: Sequence[str], packages: Sequence[str], label: str, so
             versions = parse_index_versions(cp.stdout) if cp.returncode == 0 else []
         except (ParseError, OSError, Exception):
             versions = []
-        chosen = pick_variant(versions, spec, label)
-        if chosen is None:
-            labelled = [v for v in versions if "+" in v][:6]
-            raise StageError(
-                f"the sources have no {req.name} build labelled +{label}",
-                why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
-                     + (f"only {', '.join(labelled)} among labelled builds" if labelled else
-                        f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
-                        "variant, e.g. CUDA on Linux)")),
-                next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
-                           "--index-url URL), or use the recipe's own index (leave out the source options)"),
-                ref="E514", kind="unavailable",
-            )
-        marker = f"; {req.marker}" if req.marker else ""
-        extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-        out.append(f"{req.name}{extras}=={chosen}{marker}")
-        notes.append(f"{req.name} pinned to {chosen}: the +{label} build the recipe's index would give")
+        pinned, note = variant_pin(spec, versions, label, sources)
+        out.append(pinned)
+        notes.append(note)
     return out, notes
+
+
+def variant_pin(spec: str, versions: Sequence[str], label: str, sources: Sources) -> Tuple[str, str]:
+    """(the requirement pinned to the newest +label build among `versions`, the note saying so);
+    E514 when the sources have no such build."""
+    req = _requirement(spec)
+    assert req is not None
+    chosen = pick_variant(versions, spec, label)
+    if chosen is None:
+        labelled = [v for v in versions if "+" in v][:6]
+        raise StageError(
+            f"the sources have no {req.name} build labelled +{label}",
+            why=(f"the recipe asks for the +{label} build; the sources ({sources.describe()}) list "
+                 + (f"only {', '.join(labelled)} among labelled builds" if labelled else
+                    f"{', '.join(versions[:6]) or 'no versions'} (builds without a label are another "
+                    "variant, e.g. CUDA on Linux)")),
+            next_step=(f"add a folder or mirror that has the +{label} wheel (--find-links DIR, "
+                       "--index-url URL), or use the recipe's own index (leave out the source options)"),
+            ref="E514", kind="unavailable",
+        )
+    marker = f"; {req.marker}" if req.marker else ""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return (f"{req.name}{extras}=={chosen}{marker}",
+            f"{req.name} pinned to {chosen}: the +{label} build the recipe's index would give")
 
 
 def installed_names(dists: Sequence[ResolvedDist]) -> List[str]:

@@ -262,6 +262,27 @@ def create_venv_argv(base_python: str, path: Path, with_pip: bool) -> List[str]:
     return argv + [str(path)]
 
 
+def uv_venv_argv(uv: str, base_python: str, path: Path) -> List[str]:
+    """uv makes the venv (a few hundredths of a second; `python -m venv` runs ensurepip for seconds)."""
+    # the folder is there already: mlprobe made it (empty) to claim it before anything is written
+    return [uv, "venv", "--no-config", "--quiet", "--allow-existing", "--python", base_python, str(path)]
+
+
+def bundled_pip_wheel(stdlib: str) -> Optional[Path]:
+    """The pip wheel the base interpreter's ensurepip carries (what `python -m venv` would install),
+    or None (a Python without ensurepip, as some distributions ship it)."""
+    found = sorted(Path(stdlib).glob("ensurepip/_bundled/pip-*.whl")) if stdlib else []
+    return found[-1] if found else None
+
+
+def uv_seed_pip_argv(uv: str, venv_python: str, wheel: Optional[Path], source: List[str]) -> List[str]:
+    """pip into a venv uv made, so that a later `pip install` there finds pip (and the pins in its
+    pip.conf): the base interpreter's bundled wheel, offline, else pip from the install's sources.
+    Not `uv venv --seed`: before Python 3.12 that asks an index for setuptools and wheel as well."""
+    what = ["--no-index", "--no-deps", str(wheel)] if wheel is not None else [*source, "pip"]
+    return [uv, "pip", "install", "--no-config", "--quiet", "--python", venv_python, *what]
+
+
 def default_venv_path(recipe_id: str, cwd: Optional[Path] = None) -> Path:
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in recipe_id).strip("-.") or "recipe"
     return (cwd or Path.cwd()) / f"mlprobe-{safe}-venv"

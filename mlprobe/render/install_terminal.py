@@ -98,18 +98,25 @@ def render_preflight(pre: Preflight, applying: bool = False) -> None:
         if res.skipped:
             con.print(f"[bold]Resolution[/bold] not tried: {_esc(res.skipped)}")
         elif res.ok:
-            t = Table(title="Resolution (pip install --dry-run: these will land)" if applying else
-                      "Resolution (pip install --dry-run: these would land; nothing was installed)",
-                      title_justify="left")
-            for col in ("distribution", "version", "size", "from"):
+            how = ("uv pip compile --format pylock.toml" if res.tool == "uv" else "pip install --dry-run --report")
+            what = "exactly these will land" if applying else \
+                "exactly these would land; nothing was installed"
+            t = Table(title=f"Resolution ({how}: {what})", title_justify="left")
+            any_size = res.unknown_sizes < len(res.dists)
+            cols = ("distribution", "version", "size", "from") if any_size else ("distribution", "version", "from")
+            for col in cols:
                 t.add_column(col, justify="right" if col == "size" else "left")
             for d in sorted(res.dists, key=lambda d: (not d.requested, d.name.lower())):
-                t.add_row(d.name + (" *" if d.requested else ""), d.version,
-                          human_bytes(d.size) if d.size else "?", _origin(d.url))
+                size = [human_bytes(d.size) if d.size is not None else ""] if any_size else []
+                t.add_row(d.name + (" *" if d.requested else ""), d.version, *size, _origin(d.url))
             con.print(t)
-            unknown = f" (+{res.unknown_sizes} of unknown size)" if res.unknown_sizes else ""
-            con.print(f"  {len(res.dists)} distribution(s), {human_bytes(res.total_size)} of wheels"
-                      f"{unknown}; * = asked for; resolved in {res.seconds:.1f} s")
+            if not any_size:
+                sizes = "sizes unknown (the sources do not say them)"
+            else:
+                unknown = f" (+{res.unknown_sizes} of unknown size)" if res.unknown_sizes else ""
+                sizes = f"{human_bytes(res.total_size)} of wheels{unknown}"
+            con.print(f"  {len(res.dists)} distribution(s), {sizes}; * = asked for; "
+                      f"resolved by {res.tool} in {res.seconds:.1f} s")
             if not res.dists:
                 con.print("  nothing to install: everything is already there")
     for n in plan.notes:
