@@ -49,7 +49,7 @@ CASES = [
     (["fleet", "show", str(FLEET)], "mlprobe fleet", None),
     (["labels", "--replay", str(BUNDLE)], "mlprobe.feature", None),
     (["schema", "plan"], "{", None),
-    (["export", "--to", "conda", "--replay", str(BUNDLE)], "CONDA_SUBDIR=", "note: "),
+    (["export", "--to", "conda", "--replay", str(BUNDLE)], "CONDA_SUBDIR=", "environment.yml"),
     (["capture", "cap"], "wrote", "NOT redacted"),
     (["bundle", "--replay", str(BUNDLE), "--recipe", "plaidml-keras", "--no-index", "--find-links", ".", "-o",
       "b"], "", "error ["),

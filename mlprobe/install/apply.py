@@ -357,8 +357,10 @@ def _install(pre: Preflight, backend: Backend, resolved: Optional[Resolution], p
                 (", each by its sha256)" if resolved.hashed else ")")
         else:
             argv = backend.install_argv(pre.packages, plan.sources, plan.pip_args)
-            what = " ".join(pre.packages) if pre.packages else "the files of the lock" if plan.lock_file else ""
-        progress.step(f"installing with {backend.name}: {what}" if what else f"installing with {backend.name}")
+            what = " ".join(pre.packages)
+        progress.step(f"installing with {backend.name}: {what}" if what else
+                      f"installing the files of the lock with {backend.name}" if plan.lock_file else
+                      f"installing with {backend.name}")
         if mode != "system" and python not in argv[:6]:  # never the wrong interpreter
             raise StageError("internal error: the install command does not name the venv's python",
                              why=" ".join(argv[:6]), ref="E000", kind="failure")
