@@ -164,3 +164,20 @@ def test_the_device_check_takes_plaidmls_own_id_of_the_same_vendor() -> None:
     assert _same_vendor_device("opencl_nvidia_nvidia_h100.0", listed) == "opencl_nvidia_nvidia_h100_80gb_hbm3.0"
     assert _same_vendor_device("opencl_amd_gfx90a.0", listed) is None
     assert _same_vendor_device("llvm_cpu.0", listed) is None
+
+
+def test_a_live_scan_reads_the_same_without_a_subprocess(tmp_path: Path) -> None:
+    from mlprobe.probes.opencl import unregistered_icds
+    from mlprobe.scan.host import LiveHost
+
+    libdir, vendors = tmp_path / "lib", tmp_path / "vendors"
+    libdir.mkdir()
+    vendors.mkdir()
+    (libdir / "libnvidia-opencl.so.1").write_bytes(b"")  # as the container toolkit mounts it
+    (vendors / "pocl.icd").write_text("libpocl.so.2\n")
+    env = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(libdir), "OCL_ICD_VENDORS": str(vendors)}
+    assert unregistered_icds(LiveHost(env=env)) == ("libnvidia-opencl.so.1",)
+    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    assert unregistered_icds(LiveHost(env=env)) is None
+    assert unregistered_icds(LiveHost(env=dict(env, OCL_ICD_VENDORS=str(tmp_path / "empty"),
+                                               OCL_ICD_FILENAMES="libnvidia-opencl.so.1"))) is None
