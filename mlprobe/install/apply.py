@@ -491,6 +491,15 @@ def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: 
         extra = {k: v for k, v in check_env.items() if os.environ.get(k) != v}
         again = list_devices(python, fw, extra)
         transcript.note(f"device check after the fix: {fw} lists {', '.join(again.ids) or 'nothing'}")
+        same_vendor = _same_vendor_device(request, again.ids) if fw == "plaidml" else None
+        if not again.sees(request) and same_vendor is not None:
+            # the plan derived the id from the GPU's name (no loader listed it yet); PlaidML's own id
+            # for the device the fix made visible is what PLAIDML_DEVICE_IDS must name
+            transcript.note(f"device check: {request} is not listed, {same_vendor} of the same vendor is: "
+                            f"PLAIDML_DEVICE_IDS={same_vendor}")
+            plan.env["PLAIDML_DEVICE_IDS"] = same_vendor
+            written = _write_settings(plan, env, info, python, txn, transcript, progress, opts)
+            plan.device = request = same_vendor
         if again.sees(request):
             plan.notes.append(f"{fw} did not list {request}: {diag.cause}. Fixed inside the environment: "
                               f"{fix.what}")
@@ -510,6 +519,15 @@ def _device_check(plan: InstallPlan, env: TargetEnv, info: Interpreter, python: 
                      next_step=(diag.next_step + "; " if diag.next_step else "")
                      + "to keep the environment without that device: --keep-without-device",
                      ref="E540", kind="failure")
+
+
+def _same_vendor_device(request: str, ids: List[str]) -> Optional[str]:
+    """The first PlaidML OpenCL id of the requested one's vendor (`opencl_nvidia_...`) in `ids`."""
+    parts = request.lower().split("_")
+    if len(parts) < 3 or parts[0] != "opencl":
+        return None
+    prefix = "_".join(parts[:2]) + "_"
+    return next((i for i in ids if i.lower().startswith(prefix)), None)
 
 
 def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Transaction,
@@ -534,7 +552,10 @@ def _apply_fix(fix: Any, venv: Path, python: str, env: Dict[str, str], txn: Tran
             old.unlink()
         from ..scan.live import opencl_child
 
-        r = run_quiet([sys.executable, "-S", opencl_child.__file__, "--vendors-dir", str(path)], timeout=60.0,
+        from ..verify.devicecheck import vendor_icds
+
+        known = [f"{lib}={icd}" for lib, icd in vendor_icds()]
+        r = run_quiet([sys.executable, "-S", opencl_child.__file__, "--vendors-dir", str(path)] + known, timeout=60.0,
                       env=dict(os.environ, **env))
         transcript.note(f"vendors folder {path}: {', '.join(p.name for p in sorted(path.glob('*.icd')))}"
                         + (f" ({r.stderr.strip()[-200:]})" if r.returncode != 0 else ""))

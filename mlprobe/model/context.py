@@ -311,19 +311,22 @@ class OpenClDeviceView(View):
 class OpenClView(View):
     """Whether the scan read OpenCL at all, its devices, and the GPU devices among them."""
 
-    __slots__ = ('known', 'devices', 'gpu_devices', 'gpu_count')
+    __slots__ = ('known', 'devices', 'gpu_devices', 'gpu_count', 'unregistered_icds')
 
     known: bool
     devices: Tuple[OpenClDeviceView, ...]
     gpu_devices: Tuple[OpenClDeviceView, ...]
     gpu_count: int
+    unregistered_icds: Tuple[str, ...]
 
     def __init__(self, known: bool = False, devices: Tuple[OpenClDeviceView, ...] = (),
-                       gpu_devices: Tuple[OpenClDeviceView, ...] = (), gpu_count: int = 0) -> None:
+                       gpu_devices: Tuple[OpenClDeviceView, ...] = (), gpu_count: int = 0,
+                       unregistered_icds: Tuple[str, ...] = ()) -> None:
         self.known = known
         self.devices = devices
         self.gpu_devices = gpu_devices
         self.gpu_count = gpu_count
+        self.unregistered_icds = unregistered_icds
 
 
 class UsbView(View):

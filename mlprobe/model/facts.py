@@ -310,6 +310,9 @@ class OpenClRuntime(Runtime):
     """The OpenCL platforms and their devices."""
 
     platforms: Tuple["OpenClPlatform", ...] = ()
+    # vendor ICD libraries (knowledge/opencl_loaders.json vendor_icds) the loader cache holds and no ICD
+    # entry names: drivers no loader loads (absent when there are none, or the capture lacks the files)
+    unregistered_icds: Optional[Tuple[str, ...]] = field(default=None, metadata=OPTIONAL_KEY)
     keys: Tuple[str, ...] = field(default=(), metadata=NOT_JSON_FIELD)
 
 

@@ -191,7 +191,8 @@ def _opencl(ocl: Optional[OpenClRuntime], gpus: Tuple[GpuFacts, ...]) -> OpenClV
             devs.append(OpenClDeviceView(name=_text(d.name), vendor=_text(d.vendor), type=_text(d.type),
                                          platform=_text(p.name), integrated=integrated))
     gpu_devs = tuple(d for d in devs if "GPU" in (d.type or "").upper())
-    return OpenClView(known=ocl is not None, devices=tuple(devs), gpu_devices=gpu_devs, gpu_count=len(gpu_devs))
+    return OpenClView(known=ocl is not None, devices=tuple(devs), gpu_devices=gpu_devs, gpu_count=len(gpu_devs),
+                      unregistered_icds=tuple(ocl.unregistered_icds or ()) if ocl else ())
 
 
 def _ascend(gpus: Tuple[GpuFacts, ...], cann: Optional[CannRuntime], kb: Knowledge) -> AscendView:

@@ -603,6 +603,24 @@ def _plaidml_device(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[R
                 integ,
             )
         )
+    fixes = []
+    listed_vendors = {c[1].split("_")[1] for c in cands if c[1].startswith("opencl_")}
+    for v in kb.rows("opencl_loaders", "vendor_icds"):
+        lib = str(v.get("library") or "")
+        if lib not in ctx.opencl.unregistered_icds:
+            continue
+        for gpu in ctx.gpus:
+            if gpu.vendor != v.get("gpu_vendor") or not gpu.name or gpu.integrated:
+                continue
+            # PlaidML's id is made of the OpenCL device's vendor and name; NVIDIA's OpenCL names its
+            # devices as nvidia-smi does (NVIDIA H200 -> opencl_nvidia_nvidia_h200.0). The install's
+            # device check takes PlaidML's own id for the device once the fix made it visible.
+            did = plaidml_opencl_id(str(v.get("opencl_vendor") or gpu.vendor), str(gpu.name), kb)
+            short = did.split("_")[1] if "_" in did else ""
+            if short in listed_vendors:
+                continue
+            cands.append((40, uniq(did), short not in defaults.get("opencl", ()), str(gpu.name), False))
+            fixes.append((lib, str(v.get("icd_file") or ""), str(gpu.name)))
     left_out = [c for c in cands if not PLAIDML_ID.match(c[1])]
     cands = [c for c in cands if PLAIDML_ID.match(c[1])]
     cands.append((5, "llvm_cpu.0", True, "the CPU through LLVM", False))
@@ -628,6 +646,14 @@ def _plaidml_device(cond: Row, ctx: RulesContext, kb: Knowledge, row: Optional[R
             f"the device {c[3]!r} is left out: its PlaidML id {c[1]!r} holds characters no PlaidML "
             f"device id is made of ({PLAIDML_ID_ALPHABET}); if it is real, choose it with plaidml-setup"
         )
+    for lib, icd, gname in fixes:
+        if any(c[1] == did and c[3] == gname for c in cands[:1]):
+            out.warnings.append(
+                f"register {gname}'s OpenCL driver: no ICD entry names {lib} (installed, in the loader cache), so "
+                f"no OpenCL loader lists the GPU; the install writes a vendors folder into the environment (the "
+                f"system's .icd files and {icd} naming {lib}) and sets OCL_ICD_VENDORS to it at every start "
+                f"(start-up hook and activate scripts); its device check then names PlaidML's own id for the GPU"
+            )
     if did == "llvm_cpu.0":
         if ctx.opencl.known is False and ctx.gpus:
             out.warnings.append(

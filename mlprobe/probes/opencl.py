@@ -445,6 +445,70 @@ def _nv_driver(dev: OpenClDevice) -> Optional[str]:
     return dev.driver_version
 
 
+_LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(.*\)\s+=>\s+\S")
+
+
+def unregistered_icds(host: Host) -> Optional[Tuple[str, ...]]:
+    """The vendor ICD libraries (knowledge/opencl_loaders.json vendor_icds) that `ldconfig -p` lists and
+    no ICD entry of opencl-icd.json names (the vendors folder's .icd files, OCL_ICD_FILENAMES); None
+    when either capture is missing or there is none. What clinfo lists is not changed by it."""
+    from ..model import knowledge as kb
+
+    if host.kind == "live":
+        return _live_unregistered_icds(host)
+    icd, ld = host.get("opencl-icd.json"), host.get("ldconfig-p.txt")
+    if not icd.ok or not ld.ok:
+        return None
+    try:
+        doc = load_json(icd.text(), "opencl-icd.json")
+    except ParseError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+
+    def stem(lib: str) -> str:
+        return lib.rsplit("/", 1)[-1].split(".so")[0]
+
+    named = {stem(str(r.get("library") or "")) for key in ("icd_files", "filenames")
+             for r in (doc.get(key) or []) if isinstance(r, dict)}
+    named |= {stem(n) for n in str(doc.get("OCL_ICD_FILENAMES") or "").split(":") if n.strip()}
+    cached = {m.group(1) for m in map(_LDCONFIG_LINE.match, ld.text().splitlines()) if m}
+    out = tuple(str(r["library"]) for r in kb.rows("opencl_loaders", "vendor_icds")
+                if r.get("library") and str(r["library"]) in cached and stem(str(r["library"])) not in named)
+    return out or None
+
+
+def _icd_stem(lib: str) -> str:
+    return lib.rsplit("/", 1)[-1].split(".so")[0]
+
+
+def _live_unregistered_icds(host: Host) -> Optional[Tuple[str, ...]]:
+    """The same as unregistered_icds, read in this process without a subprocess (a scan spawns none
+    for this): the vendors folder's .icd files, OCL_ICD_FILENAMES, and the library's name in the
+    dynamic linker's cache file (/etc/ld.so.cache) or a folder of LD_LIBRARY_PATH."""
+    import os
+
+    from ..model import knowledge as kb
+
+    vendors = host.env("OCL_ICD_VENDORS") or "/etc/OpenCL/vendors"
+    named = {_icd_stem(n) for n in (host.env("OCL_ICD_FILENAMES") or "").split(":") if n.strip()}
+    try:
+        files = [os.path.join(vendors, n) for n in os.listdir(vendors) if n.endswith(".icd")] \
+            if os.path.isdir(vendors) else ([vendors] if os.path.isfile(vendors) else [])
+        for f in files:
+            with open(f, "r", errors="replace") as fh:
+                named.add(_icd_stem(fh.read(4096).strip()))
+        with open("/etc/ld.so.cache", "rb") as fh:
+            cache = fh.read(64 << 20)
+    except OSError:
+        return None
+    dirs = [d for d in (host.env("LD_LIBRARY_PATH") or "").split(":") if d]
+    out = tuple(lib for lib in (str(r.get("library") or "") for r in kb.rows("opencl_loaders", "vendor_icds"))
+                if lib and _icd_stem(lib) not in named
+                and ((lib.encode() + b"\0") in cache or any(os.path.exists(os.path.join(d, lib)) for d in dirs)))
+    return out or None
+
+
 def probe(host: Host) -> Contribution:
     out = Contribution()
     errors: List[str] = []
@@ -461,7 +525,10 @@ def probe(host: Host) -> Contribution:
         if any(host.get(name).status == "timeout" for name, _ in candidates):
             out.status = "timeout"
         return out
-    out.runtimes = Runtimes(opencl=OpenClRuntime.of(platforms=tuple(platforms)))
+    # only where no platform lists a GPU (the case it explains): a live scan elsewhere reads no more
+    unregistered = None if any(is_gpu_device(d) for p in platforms for d in p.devices) else unregistered_icds(host)
+    out.runtimes = Runtimes(opencl=OpenClRuntime.of(platforms=tuple(platforms), unregistered_icds=unregistered)
+                            if unregistered else OpenClRuntime.of(platforms=tuple(platforms)))
     for p in platforms:
         for d in p.devices:
             if is_gpu_device(d):

@@ -15,7 +15,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..model import knowledge
 from ..model.jsontypes import JsonObject, JsonValue
@@ -161,6 +161,29 @@ def framework_loader(framework: str) -> Optional[str]:
         if r.get("framework") == framework and r.get("opens"):
             return str(r["opens"])
     return None
+
+
+def vendor_icds() -> List[Tuple[str, str]]:
+    """(library, .icd file name) of each vendor's OpenCL driver (knowledge/opencl_loaders.json vendor_icds)."""
+    return [(str(r["library"]), str(r["icd_file"])) for r in knowledge.rows("opencl_loaders", "vendor_icds")
+            if r.get("library") and r.get("icd_file")]
+
+
+def _lib_stem(lib: str) -> str:
+    return os.path.basename(lib).split(".so")[0]
+
+
+def unregistered_vendor_icds(rec: "LoaderRecord", find: Optional[Callable[[str], Optional[str]]] = None
+                             ) -> List[Tuple[str, str]]:
+    """The known vendor ICD libraries that the dynamic linker's cache finds here (ctypes.util.find_library)
+    and that neither the loader's vendors folder nor OCL_ICD_FILENAMES names."""
+    import ctypes.util
+
+    look = find or ctypes.util.find_library
+    named = {_lib_stem(f.library or "") for f in rec.icd_files or ()}
+    named |= {_lib_stem(n) for n in (rec.env.get("OCL_ICD_FILENAMES") or "").split(":") if n.strip()}
+    return [(lib, icd) for lib, icd in vendor_icds()
+            if _lib_stem(lib) not in named and look(_lib_stem(lib)[3:])]
 
 
 def probe_loaders(python: str, env: Optional[Mapping[str, str]] = None,
@@ -397,6 +420,22 @@ def _diagnose_opencl(framework: str, request: str, recs: Sequence[LoaderRecord],
         nxt = ("write an .icd file naming each of those libraries into a folder and point OCL_ICD_VENDORS "
                "at it (or add them to /etc/OpenCL/vendors)")
         return Diagnosis(cause, tuple(evidence), nxt, fix or link_fix)
+    unregistered = unregistered_vendor_icds(mine)
+    if unregistered and not others:
+        libs = ", ".join(lib for lib, _ in unregistered)
+        cause = (f"{framework} opens {name} ({mine.path}), and no ICD entry names {libs}, the OpenCL driver "
+                 f"the dynamic linker finds here ({_icd_summary(mine)}, OCL_ICD_FILENAMES "
+                 f"{'set' if listed else 'unset'}): no loader loads it")
+        fix = None
+        if venv is not None:
+            folder = os.path.join(venv, "etc", "OpenCL", "vendors")
+            fix = Fix("venv-vendors", f"a vendors folder {folder} with the system's .icd files and "
+                      + ", ".join(f"{icd} naming {lib}" for lib, icd in unregistered)
+                      + ", and OCL_ICD_VENDORS pointing at it (start-up hook and activate scripts)",
+                      env={"OCL_ICD_VENDORS": folder}, source="NV-OCL-IMAGE")
+        nxt = " && ".join(f"echo {lib} > /etc/OpenCL/vendors/{icd}" for lib, icd in unregistered) + \
+            "  # as root; or a vendors folder of your own named by OCL_ICD_VENDORS"
+        return Diagnosis(cause, tuple(evidence), nxt, fix)
     if others:
         cause = (f"{framework} opens {name}, which here is {mine.path} and does not list {request}; "
                  f"{others[0].name} ({others[0].path}) does")

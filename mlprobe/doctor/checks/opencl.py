@@ -111,3 +111,41 @@ def opencl_icd_broken(dc: DoctorContext, row: Row) -> Result:
                  else f"remove {a.name} from OCL_ICD_FILENAMES"},
                 [Evidence(capture=dc.opencl_capture, line=f"{a.where}: {a.name}: {a.error}")])
             for a in ocl.icds if a.error]
+
+
+def _lib_stem(lib: str) -> str:
+    """`libnvidia-opencl.so.1`, `/usr/lib/libnvidia-opencl.so.580.159.04` -> `libnvidia-opencl`."""
+    return lib.rsplit("/", 1)[-1].split(".so")[0]
+
+
+@check("opencl_icd_not_registered")
+def opencl_icd_not_registered(dc: DoctorContext, row: Row) -> Result:
+    """A vendor's OpenCL driver library that the loader cache holds, for a GPU of that vendor the
+    machine has, which no ICD entry names (the vendors folder's .icd files, OCL_ICD_FILENAMES): no
+    loader loads it, so clinfo and PlaidML do not list the GPU (knowledge/opencl_loaders.json
+    `vendor_icds`). The NVIDIA container toolkit mounts libnvidia-opencl.so.1 but writes no .icd."""
+    ocl = dc.opencl
+    cache = dc.ldconfig
+    if ocl is None or cache is None:
+        return []
+    named = {_lib_stem(a.name) for a in ocl.icds}
+    out: List[Hit] = []
+    for v in rows("opencl_loaders", "vendor_icds"):
+        lib, icd, vendor = str(v.get("library") or ""), str(v.get("icd_file") or ""), str(v.get("gpu_vendor") or "")
+        gpus = dc.gpus(vendor)
+        found = cache.get(lib) or []
+        if not lib or not gpus or not found or _lib_stem(lib) in named:
+            continue
+        folder = "~/.local/etc/OpenCL/vendors"
+        system = ocl.vendors_dir or "/etc/OpenCL/vendors"
+        user_fix = (f"mkdir -p {folder} && echo {lib} > {folder}/{icd}"
+                    + (f" && cp {system}/*.icd {folder}/" if any(a.where.endswith(".icd") for a in ocl.icds) else "")
+                    + f" && export OCL_ICD_VENDORS={folder}")
+        entries = ", ".join(f"{a.where.rsplit('/', 1)[-1]} ({a.name})" for a in ocl.icds) or "no .icd file"
+        evidence = [Evidence(capture="ldconfig-p.txt", line=line.strip()) for _, line in found[:2]]
+        evidence.append(Evidence(capture=dc.opencl_capture, line=f"vendors_dir {system}: {entries}; "
+                                 f"OCL_ICD_FILENAMES={ocl.filenames_env or 'unset'}"))
+        out.append(Hit({"library": lib, "gpus": dc.gpu_words(gpus), "icd": icd, "system": system,
+                        "fix": user_fix, "root_fix": f"echo {lib} > {system}/{icd}  # as root"},
+                       evidence, severity=None if _opencl_users(dc) else "info"))
+    return out

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 # MLPROBE_OPENCL_TIMES=1: the child writes where its time went to stderr, one JSON line
 # ({"phases": [[label, seconds since the previous mark], ...]}); benchmarks/bench_scan.py reads it.
@@ -423,10 +423,13 @@ def _enumerate() -> int:
     return 0
 
 
-def write_vendors_dir(folder: str) -> int:
-    """`opencl_child.py --vendors-dir FOLDER`: write into FOLDER (which exists) the .icd files that give
-    an ICD loader reading only OCL_ICD_VENDORS what this environment names (its vendors folder and
-    OCL_ICD_FILENAMES); the device check's fix for a loader that ignores OCL_ICD_FILENAMES."""
+def write_vendors_dir(folder: str, known: "Sequence[Tuple[str, str]]" = ()) -> int:
+    """`opencl_child.py --vendors-dir FOLDER [LIB=ICD ...]`: write into FOLDER (which exists) the .icd
+    files that give an ICD loader reading only OCL_ICD_VENDORS what this environment names (its vendors
+    folder and OCL_ICD_FILENAMES); the device check's fix for a loader that ignores OCL_ICD_FILENAMES.
+    Each known vendor ICD library (LIB, written as ICD: knowledge/opencl_loaders.json vendor_icds) that
+    the dynamic loader opens here and no entry names is added too: the NVIDIA container toolkit mounts
+    libnvidia-opencl.so.1 without the nvidia.icd NVIDIA's own images write."""
     env = dict(os.environ)
     if os.path.normpath(env.get("OCL_ICD_VENDORS") or "") == os.path.normpath(folder):
         env.pop("OCL_ICD_VENDORS")  # the folder being written is not a source of itself
@@ -435,11 +438,37 @@ def write_vendors_dir(folder: str) -> int:
         for n in sorted(os.listdir(vendors)) if os.path.isdir(vendors) else []:
             if n.endswith(".icd"):
                 shutil.copyfile(os.path.join(vendors, n), os.path.join(folder, n))
-    print(json.dumps({"vendors_dir": folder, "files": sorted(os.listdir(folder))}))
+    added = []
+    named = set()
+    for n in os.listdir(folder):
+        if n.endswith(".icd"):
+            try:
+                with open(os.path.join(folder, n), "r") as fh:
+                    lib = fh.read().strip()
+            except OSError:
+                continue
+            named.add(_stem(lib))
+            named.add(_library_key(lib))
+    for lib, icd in known:
+        if _stem(lib) in named or os.path.exists(os.path.join(folder, icd)):
+            continue
+        key = _library_key(lib)
+        if key[0] != "handle" or key in named:  # it does not load here, or an entry names its file
+            continue
+        with open(os.path.join(folder, icd), "w") as fh:
+            fh.write(lib + "\n")
+        named.add(key)
+        added.append(icd)
+    print(json.dumps({"vendors_dir": folder, "files": sorted(os.listdir(folder)), "added": added}))
     return 0
 
 
+def _stem(lib: str) -> str:
+    """`libnvidia-opencl.so.1`, `/usr/lib/libnvidia-opencl.so.580.159.04` -> `libnvidia-opencl`."""
+    return os.path.basename(lib).split(".so")[0]
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--vendors-dir":
-        sys.exit(write_vendors_dir(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--vendors-dir":
+        sys.exit(write_vendors_dir(sys.argv[2], [(a.split("=", 1)[0], a.split("=", 1)[1]) for a in sys.argv[3:] if "=" in a]))
     sys.exit(main())
