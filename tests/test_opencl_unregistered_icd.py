@@ -181,3 +181,21 @@ def test_a_live_scan_reads_the_same_without_a_subprocess(tmp_path: Path) -> None
     assert unregistered_icds(LiveHost(env=env)) is None
     assert unregistered_icds(LiveHost(env=dict(env, OCL_ICD_VENDORS=str(tmp_path / "empty"),
                                                OCL_ICD_FILENAMES="libnvidia-opencl.so.1"))) is None
+
+
+AFTER_FIX = FIXTURES / "linux-nvidia-h100-plaidml-venv-vendors-folder-hook-on-capture"
+
+
+def test_after_the_install_the_venvs_vendors_folder_gives_plaidml_the_gpu() -> None:
+    """The same machine after the PlaidML install registered NVIDIA's driver in the venv (a real capture
+    from a shell that never activated it): PlaidML lists the H100, the plan keeps it on the GPU, and the
+    unregistered-driver finding is gone (the hook's OCL_ICD_VENDORS names the venv's folder)."""
+    doc = diagnose(AFTER_FIX)
+    rules = {f["rule"] for f in doc["findings"]}
+    assert "opencl-icd-not-registered" not in rules and "framework-sees-gpu" in rules
+    icd = json.loads((AFTER_FIX / "opencl-icd.json").read_text(encoding="utf-8"))
+    assert icd["OCL_ICD_VENDORS"] == "/opt/torch/.venv/etc/OpenCL/vendors"
+    _, plan = golden_run("plan", AFTER_FIX.name)
+    (plaid,) = [r for r in plan["recommended"] if r["recipe"] == "plaidml-keras"]
+    assert plaid["device"] == "opencl_nvidia_nvidia_h100_80gb_hbm3.0"
+    assert plaid["env"]["PLAIDML_DEVICE_IDS"] == plaid["device"]
