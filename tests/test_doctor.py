@@ -29,7 +29,7 @@ from mlprobe.scan.capture import BundleError
 from mlprobe.scan.host import ReplayHost
 
 from .conftest import FIXTURES, fixture_dirs, ground_truth
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 CASES = [(d, ground_truth(d)["doctor"]) for d in fixture_dirs() if "doctor" in ground_truth(d)]
 
@@ -236,6 +236,7 @@ def test_python_and_replay_together_is_a_usage_error() -> None:
     assert code == 2 and "E601" in err
 
 
+@pytest.mark.slow
 def test_doctor_on_this_machine_says_what_this_machine_and_this_python_have() -> None:
     """Live, on whatever machine runs the tests: what it says is checked against what the test can see
     for itself (the frameworks this interpreter imports, the container marker), not against one
@@ -311,7 +312,7 @@ ODD_JSON = ['{"frameworks": [{"name": "torch", "info": [], "devices": {"a": 1}, 
             '{"env": {"CUDA_VISIBLE_DEVICES": ["0"], "LD_LIBRARY_PATH": 5}}', '[{"name": "torch", "version": 2}]']
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=st.data())
 def test_hostile_captures_never_crash_the_doctor(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:

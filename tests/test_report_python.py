@@ -14,6 +14,7 @@ import pytest
 from .test_cli_errors import run, user_error
 
 
+@pytest.mark.slow
 def test_report_python_verifies_that_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import mlprobe.verify.runner as runner
 

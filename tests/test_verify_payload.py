@@ -88,6 +88,7 @@ def test_discover_imports_no_framework() -> None:
     assert ev["frameworks"]["nothing"]["importable"] is False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_the_torch_backend_file_does_not_shadow_torch() -> None:
     import torch
@@ -210,6 +211,7 @@ def test_numpy_reference_gradients_match_finite_differences() -> None:
         assert grads[i][idx] == pytest.approx(num, rel=1e-4, abs=1e-8), (i, idx)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (HAS_NUMPY and HAS_TORCH), reason="needs numpy and torch")
 def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
     import numpy as np
@@ -242,6 +244,7 @@ def test_numpy_reference_matches_torch_on_the_same_weights() -> None:
     np.testing.assert_allclose(grads[0], c1.weight.grad.numpy().transpose(2, 3, 1, 0), rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 @pytest.mark.parametrize("which", ["adam", "adadelta"])
 @pytest.mark.parametrize("foreach", [False, True])
@@ -281,6 +284,7 @@ def test_the_payloads_optimizers_update_as_torch_optim_does(which: str, foreach:
     assert moved > 1e-3  # the parameters did move: the comparison is not of two untouched models
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_a_torch_run_does_not_import_torch_dynamo() -> None:
     code = ("import sys, json\n"
