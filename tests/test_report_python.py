@@ -51,6 +51,7 @@ def test_report_python_with_replay_is_a_usage_error() -> None:
     user_error(rc, err)
 
 
+@pytest.mark.slow
 def test_report_python_of_a_fresh_venv_end_to_end(tmp_path: Path) -> None:
     """A real child: a bare venv has no framework, and the report says so for that interpreter."""
     venv = tmp_path / "v"
