@@ -9,11 +9,18 @@ from typing import Any, Dict, List
 import pytest
 from hypothesis import settings
 
-# CI runs the fuzz tests on a fixed sequence of examples (the one that passed here), so that a
-# submission's result does not depend on luck; a developer's run explores new examples each time.
-settings.register_profile("ci", derandomize=True, database=None, deadline=None)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# Hypothesis profiles, chosen by MLPROBE_HYPOTHESIS_PROFILE (docs/testing.md):
+# - dev (the default): each fuzz test's own number of examples, new ones each run (a failing example
+#   is kept in .hypothesis/ and tried first next time);
+# - ci (.ci/run): four times the examples (tests/fuzz.py examples() scales each test's own number),
+#   on a fixed sequence, so that a submission's result does not depend on luck.
+# No deadline in either: the tests run in parallel on a shared machine, where a slow example is load.
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=400)
+HYPOTHESIS_PROFILE = os.environ.get("MLPROBE_HYPOTHESIS_PROFILE") or "dev"
+if HYPOTHESIS_PROFILE not in ("dev", "ci"):
+    raise pytest.UsageError(f"MLPROBE_HYPOTHESIS_PROFILE={HYPOTHESIS_PROFILE!r}: the profiles are dev and ci")
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from hypothesis import settings
 from hypothesis import strategies as st
+
+
+def examples(n: int) -> int:
+    """A fuzz test's number of examples under the loaded profile (tests/conftest.py): `n` in dev,
+    four times `n` in ci (its max_examples over Hypothesis' default of 100)."""
+    return max(1, n * settings.default.max_examples // 100)
 
 PROMPTS = ["user@host:~$ ", "PS C:\\Users\\me> ", "$ ", "root@box:/# ", ">>> "]
 ANSI = ["\x1b[0m", "\x1b[1;32m", "\x1b[31m", "\x1b[2K", "\x1b[?25l"]

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from mlprobe import cli
 
 from .conftest import FIXTURES, ROOT
+from .fuzz import examples
 
 EXIT_CODES = {0, 1, 2, 3, 130}
 DEAD_INDEX = "http://127.0.0.1:9/simple/"  # nothing listens on the discard port
@@ -522,10 +523,11 @@ def restore_level(level: int) -> None:
     ui.set_level(level)
 
 
-FUZZ_SETTINGS = settings(max_examples=300, derandomize=True, database=None, deadline=None,
+FUZZ_SETTINGS = settings(max_examples=examples(300), derandomize=True, database=None, deadline=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_cli_in_process(arena: Arena, data: st.DataObject) -> None:
@@ -536,7 +538,8 @@ def test_cli_in_process(arena: Arena, data: st.DataObject) -> None:
     check(argv, rc, out, err)
 
 
-@settings(max_examples=12, derandomize=True, database=None, deadline=None,
+@pytest.mark.slow
+@settings(max_examples=examples(12), derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_cli_as_a_real_process(arena: Arena, data: st.DataObject) -> None:
@@ -611,6 +614,7 @@ def test_cli_regressions(arena: Arena, name: str) -> None:
     assert b"error [E" in err
 
 
+@pytest.mark.slow
 def test_doctor_over_every_hostile_bundle_and_report(arena: Arena) -> None:
     """doctor on each odd bundle and report: no traceback, exit 0/1 (found or not) or 2 (refused),
     and with --json one JSON document either way."""

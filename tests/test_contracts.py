@@ -218,7 +218,13 @@ def test_contract_equality_hash_and_repr_follow_the_fields() -> None:
     assert all(f"{n}=" in repr(IndexRef(**{n: None for n in fields})) for n in fields)  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.device = "cpu"  # type: ignore[misc]
-    assert vocabulary() == vocabulary() and hash(vocabulary().frameworks[0]) == hash(vocabulary().frameworks[0])
+    # a second registry read apart from the cached one (lru_cache's __wrapped__): equal, field by field
+    # down to the nested rows, tuples and compiled patterns, without being the same objects
+    cached, fresh = vocabulary(), vocabulary.__wrapped__()
+    assert fresh is not cached and fresh.frameworks[0] is not cached.frameworks[0]
+    assert fresh == cached and hash(fresh.frameworks[0]) == hash(cached.frameworks[0])
+    assert dataclasses.replace(fresh, facts={**fresh.facts, "x.y": "int"}) != cached
+    assert dataclasses.replace(fresh.frameworks[0], title="other") != cached.frameworks[0]
 
 
 def test_a_contract_field_is_set_once() -> None:

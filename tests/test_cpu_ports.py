@@ -23,6 +23,7 @@ from mlprobe.recipes import knowledge
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
+from .fuzz import examples
 
 
 def _blocks(folder: str) -> Any:
@@ -155,7 +156,7 @@ def test_ppc64le_plan_points_at_conda_forge_and_recommends_no_stock_wheel() -> N
 CPUINFO_TEXTS = [decode(p.read_bytes()) for p in sorted(FIXTURES.glob("*/proc-cpuinfo.txt"))]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(CPUINFO_TEXTS), st.data())
 def test_port_parsers_on_spliced_captures(text: str, data: st.DataObject) -> None:
     # Halves of two different ports' captures glued together: any answer, or a ParseError; never a crash.
@@ -170,7 +171,7 @@ def test_port_parsers_on_spliced_captures(text: str, data: st.DataObject) -> Non
     assert all(k.count >= 1 for k in got.core_types)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=80))
 def test_riscv_isa_and_port_detection_take_any_text(text: str) -> None:
     flags = cpu_ports.riscv_isa_flags(text)
@@ -178,7 +179,7 @@ def test_riscv_isa_and_port_detection_take_any_text(text: str) -> None:
     cpu_ports.detect_port(cpu._kv_blocks(text))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.one_of(st.none(), st.text(max_size=20)), st.sampled_from(["torch", "tensorflow", "keras"]))
 def test_arch_has_build_never_crashes(arch: Any, framework: str) -> None:
     out = evaluate(Row({"test": "arch_has_build", "framework": framework}), _ctx(arch), knowledge())

@@ -22,7 +22,7 @@ from mlprobe.report.envelope import ReportOptions
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 
 def as_dict(diffs: Any) -> Dict[str, Any]:
@@ -181,7 +181,8 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=examples(80), deadline=None)
 @given(
     a=st.dictionaries(
         st.sampled_from(["os", "cpu", "gpus", "runtimes", "frameworks", "python"]), json_values
@@ -205,7 +206,7 @@ REPORT_TEXT = json.dumps(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=mutated(REPORT_TEXT))
 def test_mutated_scan_json_loads_or_fails_cleanly(
     tmp_path_factory: pytest.TempPathFactory, text: str

@@ -15,6 +15,9 @@ import pytest
 
 from .conftest import FIXTURES, ROOT
 
+# slow: every command as a real process, from a folder with a non-UTF-8 name, on two terminal encodings
+pytestmark = pytest.mark.slow
+
 BUNDLE = FIXTURES / "linux-nvidia-rtx3060-smi-xml"
 AMD = FIXTURES / "linux-amd-rx6700xt-gfx1031-hsa-override-rocminfo"
 

@@ -79,6 +79,7 @@ def _errors(drv: Any) -> List[Dict[str, Any]]:
     return [e for e in drv.get_log("browser") if e.get("level") in ("SEVERE", "WARNING")]
 
 
+@pytest.mark.slow
 def test_page_in_a_real_browser(browser: Any, page: Path, fleet_doc: Dict[str, Any]) -> None:
     from selenium.webdriver.common.by import By
 
@@ -115,6 +116,7 @@ def test_page_in_a_real_browser(browser: Any, page: Path, fleet_doc: Dict[str, A
     assert _errors(browser) == []
 
 
+@pytest.mark.slow
 def test_the_console_check_catches_a_page_that_loads_something(browser: Any, tmp_path: Path) -> None:
     """The same policy, on a page that tries to fetch an image: the browser logs an error, so the
     check above is a real one."""

@@ -32,6 +32,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory, templates: List[Dict[str
     return folder, membership, drift
 
 
+@pytest.mark.slow
 def test_merge_groups_identical_nodes_and_finds_every_injected_drift(
         generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]]) -> None:
     folder, membership, injected = generated

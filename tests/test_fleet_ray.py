@@ -21,6 +21,8 @@ from mlprobe.fleet.document import fleet_schema
 
 from .conftest import FIXTURES, ROOT
 
+pytestmark = pytest.mark.slow  # a real local Ray cluster
+
 ray = pytest.importorskip("ray", reason="Ray is not installed (python -m pip install -e '.[ray]')")
 
 from .ray_cluster import LocalRayCluster  # noqa: E402

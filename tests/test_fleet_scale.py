@@ -52,6 +52,7 @@ def timeless(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 def test_one_pass_reader_gives_the_careful_readers_report(generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]]
                                                           ) -> None:
     folder, _, injected = generated
@@ -67,6 +68,7 @@ def test_one_pass_reader_gives_the_careful_readers_report(generated: Tuple[Path,
     assert b"".join(merged.chunks(batch=7)) == b"".join(merged.chunks())
 
 
+@pytest.mark.slow
 def test_every_jobs_count_writes_the_same_report(generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]],
                                                  tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder, _, _ = generated
@@ -83,6 +85,7 @@ def test_every_jobs_count_writes_the_same_report(generated: Tuple[Path, Dict[str
     assert "not a number of processes" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_bad_file_among_many_is_named_with_any_jobs(generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]],
                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder, _, _ = generated
@@ -198,6 +201,7 @@ def test_an_unreachable_cluster_is_a_clear_error(generated: Tuple[Path, Dict[str
     assert "E910" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_merge_on_a_local_ray_cluster_of_three_nodes(generated: Tuple[Path, Dict[str, int], Set[Tuple[str, str]]],
                                                      tmp_path: Path) -> None:
     """`fleet merge --ray` on a real cluster of this machine (a head and two more nodes, one CPU each):

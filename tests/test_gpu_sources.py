@@ -13,6 +13,8 @@ from mlprobe.model import knowledge as kb
 from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.probes import nvidia as nv, opencl, rocm
 
+from .fuzz import examples
+
 NAME_ROWS = kb.rows("nvidia_gpus", "compute_capability_by_name")
 
 
@@ -153,7 +155,7 @@ def test_clinfo_json_nv_attributes() -> None:
     assert opencl.gpu_from_device(plat.devices[0], plat).compute_capability == "8.9"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.one_of(st.none(), st.integers(-5, 200), st.text(max_size=8)),
     st.one_of(st.none(), st.integers(-5, 200), st.text(max_size=8)),
@@ -163,7 +165,7 @@ def test_nv_attribute_values_of_any_type(major: Any, minor: Any) -> None:
     assert got is None or (got.count(".") == 1 and all(p.isdigit() for p in got.split(".")))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=30))
 def test_architecture_and_codename_lookups_take_any_text(text: str) -> None:
     assert nvhw.compute_capability_for_architecture(text) in (None, "7.5", "8.9", "9.0", "3.0", "6.0", "7.0")

@@ -68,6 +68,7 @@ def test_hostile_tools_cost_only_their_probes(fake_path: Path) -> None:
     assert facts.cpu.threads and facts.cpu.threads >= 1
 
 
+@pytest.mark.slow
 def test_cli_exits_zero_with_hostile_tools(fake_path: Path) -> None:
     env = dict(os.environ)
     env["PATH"] = f"{fake_path}{os.pathsep}{env.get('PATH', '')}"

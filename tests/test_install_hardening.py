@@ -198,6 +198,7 @@ def test_mask_credentials_as_pip_does() -> None:
     assert mask_credentials("file:///a@b/c and u:p@h") == "file:///a@b/c and u:p@h"
 
 
+@pytest.mark.slow
 def test_index_credentials_never_reach_the_screen_the_json_or_the_log(work: Path, auth_index: LocalIndex) -> None:
     url = _with_auth(auth_index.url)
     rec = str(recipe_file(work, ["demo-app"]))
@@ -237,6 +238,7 @@ def test_a_malformed_url_with_credentials_is_refused_masked() -> None:
     assert SECRET not in str(e.value) and SECRET not in e.value.url and SECRET not in e.value.why
 
 
+@pytest.mark.slow
 def test_without_a_home_folder_the_log_goes_to_a_private_temp_folder(work: Path, index: LocalIndex,
                                                                      tmp_path: Path) -> None:
     home = tmp_path / "nonexistent"
@@ -345,6 +347,7 @@ PIP_CASES = ["PIP_CONSTRAINT with an index line", "PIP_CONSTRAINT including a fi
              "PIP_CONFIG_FILE naming a constraints file with an index line", "PIP_REQUIREMENT"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("installer,case", [("uv", c) for c in UV_CASES] + [("pip", c) for c in PIP_CASES]
                          + [("uv", "PIP_REQUIREMENT")])
 def test_configuration_cannot_add_a_source_or_a_package(work: Path, index: LocalIndex, extra_index: LocalIndex,
@@ -363,6 +366,7 @@ def test_configuration_cannot_add_a_source_or_a_package(work: Path, index: Local
     assert "set aside for this install" in cp.stdout, cp.stdout
 
 
+@pytest.mark.slow
 def test_a_constraints_file_keeps_its_constraints_without_its_options(work: Path, index: LocalIndex,
                                                                       extra_index: LocalIndex) -> None:
     conf = work / "conf"
@@ -441,6 +445,7 @@ def _venv_with(path: Path, index: LocalIndex, *packages: str) -> Path:
     return py
 
 
+@pytest.mark.slow
 def test_a_venv_re_created_after_a_killed_run_is_not_removed(work: Path, slow_index: LocalIndex) -> None:
     venv = work / "cwd" / "env"
     _killed_midway(work, slow_index, venv, "--without-pip")
@@ -456,6 +461,7 @@ def test_a_venv_re_created_after_a_killed_run_is_not_removed(work: Path, slow_in
         assert (venv / "notebook.ipynb").read_text() == "my work" and (venv / "pyvenv.cfg").is_file()
 
 
+@pytest.mark.slow
 def test_files_and_packages_added_after_a_killed_run_are_kept_and_named(work: Path, slow_index: LocalIndex) -> None:
     """Right after the kill (no waiting: the timing does not matter), the person saves work into the
     venv and installs a package of their own: recover removes only what the install recorded."""
@@ -476,6 +482,7 @@ def test_files_and_packages_added_after_a_killed_run_are_kept_and_named(work: Pa
     assert "intruder" in installed(venv) and installed(venv)["goodlib"] == "1.0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", [False, True], ids=["half-made new venv", "existing venv"])
 def test_a_folder_moved_in_after_a_killed_run_is_kept(work: Path, slow_index: LocalIndex, existing: bool) -> None:
     """`mv ~/mywork venv/` keeps the files' old times: no time tells them apart from the install's,
@@ -503,6 +510,7 @@ def test_a_folder_moved_in_after_a_killed_run_is_kept(work: Path, slow_index: Lo
         assert sorted(p.name for p in venv.iterdir()) == ["mywork"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_through_a_symlink_never_rolls_back_what_the_link_points_to_now(
         work: Path, slow_index: LocalIndex) -> None:
     from tests.pep503_server import tree_state
@@ -595,6 +603,7 @@ def test_a_dangling_symlink_as_venv_is_refused_plainly(work: Path, index: LocalI
     assert a.is_symlink() and b.is_symlink()
 
 
+@pytest.mark.slow
 def test_a_link_to_an_empty_folder_is_emptied_again_not_removed(work: Path, index: LocalIndex) -> None:
     real = work / "real-env"
     real.mkdir()
@@ -622,6 +631,7 @@ _NO_ROOM = ("import resource, runpy, signal, sys\n"
             "runpy.run_module('mlprobe', run_name='__main__')\n")
 
 
+@pytest.mark.slow
 def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: Path) -> None:
     out = tmp_path / "bundle"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
@@ -653,6 +663,7 @@ def test_capture_that_cannot_write_leaves_nothing_and_the_retry_works(tmp_path: 
     assert "is as it was, empty" in full.stderr, full.stderr
 
 
+@pytest.mark.slow
 def test_a_mirror_password_in_the_environment_is_masked_in_plan_and_install(tmp_path: Path) -> None:
     """MLPROBE_PYTORCH_INDEX_URL with a password: plan (text and JSON) and install's dry run show the
     mirror as pip shows it, `user:****@`."""

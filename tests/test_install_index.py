@@ -26,6 +26,7 @@ from mlprobe.install.index import (
 )
 from mlprobe.model.facts import Facts
 from tests.pep503_server import IndexConfig, LocalIndex, build_wheel, free_port_url, sample_wheels
+from tests.fuzz import examples
 
 REAL_PAGE = Path("/opt/pypi/simple/numpy/index.html")  # a real PEP 503 page where this machine has one
 
@@ -225,7 +226,7 @@ def _mutate(text: str, rnd: random.Random, how: str) -> str:
 MUTATIONS = ["truncate", "insert", "drop", "double", "ansi", "prompt", "crlf"]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), how=st.sampled_from(MUTATIONS), which=st.integers(0, 2))
 def test_fuzz_html_parser(html_index: LocalIndex, seed: int, how: str, which: int) -> None:
     pages = _cached_pages(html_index)
@@ -240,7 +241,7 @@ def test_fuzz_html_parser(html_index: LocalIndex, seed: int, how: str, which: in
     assert len(files) <= n + (1 if how == "double" else 0)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), how=st.sampled_from(MUTATIONS), which=st.integers(0, 2))
 def test_fuzz_json_parser(index: LocalIndex, seed: int, how: str, which: int) -> None:
     pages = _cached_json(index)

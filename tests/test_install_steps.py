@@ -32,6 +32,7 @@ from mlprobe.model.plan import Recommendation
 from mlprobe.install.steps import InstallOptions, build_plan, pick_recommendation
 from mlprobe.install.venv import Interpreter, check_system_target, check_venv_target, venv_state
 from tests.pep503_server import LocalIndex, build_wheel
+from tests.fuzz import examples
 
 # What `mlprobe plan` gives for this machine's torch CPU recipe (index URL left to the data).
 PLAN_REC = {
@@ -185,6 +186,7 @@ def test_pick_recommendation() -> None:
 
 # ---------------------------------------------------------------- sources through real pip ---
 
+@pytest.mark.slow
 def test_isolation_from_pip_configuration_with_real_pip(tmp_path: Path) -> None:
     """PIP_FIND_LINKS offers goodlib 3.0; the recipe's index only 1.0. Isolated, pip sees 1.0; with
     --use-pip-config it sees both."""
@@ -270,7 +272,7 @@ def test_classify_failure(name: str, kind: str, ref: str) -> None:
     assert err.render().startswith(f"error [{ref}]")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(text=st.text(max_size=400))
 def test_classify_failure_never_raises(text: str) -> None:
     f = classify_failure(text)
@@ -300,7 +302,7 @@ def test_parse_pip_report(real_report: str) -> None:
     assert all(d.url and d.url.startswith("file:") and d.filename for d in dists)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), cut=st.floats(0, 1), how=st.sampled_from(["cut", "insert", "prompt"]))
 def test_fuzz_pip_report(real_report: str, seed: int, cut: float, how: str) -> None:
     n = len(parse_pip_report(real_report))

@@ -79,6 +79,7 @@ def test_a_grandchild_holding_the_pipe_still_ends_at_the_timeout(tmp_path: Path)
     assert cap.status in ("timeout", "ok")
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("spew", [
     "while True:\n    out.write(b'x' * 65536)",  # one endless line

@@ -16,7 +16,7 @@ from mlprobe.probes.apple import parse_system_profiler_json, parse_system_profil
 
 from . import hosts
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 TEXT_CAPTURES = sorted(FIXTURES.glob("*/system_profiler-SPDisplaysDataType.txt"))
 JSON_CAPTURES = sorted(FIXTURES.glob("*/system_profiler-SPDisplaysDataType.json"))
@@ -206,7 +206,7 @@ def test_text_parser_survives_mutations(path: Any) -> None:
     original = decode(path.read_bytes())
     limit = len(parse_system_profiler_text(original))
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         try:
@@ -225,7 +225,7 @@ def test_json_parser_survives_mutations(path: Any) -> None:
     original = decode(path.read_bytes())
     limit = len(parse_system_profiler_json(original))
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         assert _count(parse_system_profiler_json, text) <= limit
@@ -242,7 +242,7 @@ JSON_VALUES = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=400))
 def test_any_text_gives_gpus_or_a_parse_error(text: str) -> None:
     for parser in (parse_system_profiler_text, parse_system_profiler_json):
@@ -253,7 +253,7 @@ def test_any_text_gives_gpus_or_a_parse_error(text: str) -> None:
             pass
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(JSON_VALUES, max_size=4))
 def test_any_json_shape_gives_gpus_or_a_parse_error(items: list) -> None:
     try:

@@ -14,7 +14,7 @@ from mlprobe.model.facts import Runtimes
 from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import collect_env as ce
 
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 BUNDLES = sorted(p.parent.name for p in FIX.glob("*/collect_env.txt"))
@@ -184,7 +184,7 @@ TEXTS: List[str] = [read(f) for f in BUNDLES] + [MULTI]
 
 @pytest.mark.parametrize("text", TEXTS, ids=BUNDLES + ["multi"])
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_parser_survives_mutation(text: str, data: st.DataObject) -> None:
@@ -200,7 +200,7 @@ def test_parser_survives_mutation(text: str, data: st.DataObject) -> None:
     ce.cpu_from_env(env)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(blob=st.binary(max_size=2000))
 def test_parser_survives_random_bytes(blob: bytes) -> None:
     try:

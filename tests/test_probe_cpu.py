@@ -10,7 +10,7 @@ from mlprobe.errors import ParseError
 from mlprobe.probes import cpu
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 
 def test_x86_levels_follow_the_psabi() -> None:
@@ -68,7 +68,7 @@ def _fuzz(path: Path, parse) -> None:  # type: ignore[no-untyped-def]
     original = decode(path.read_bytes())
     base = parse(original)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         try:

@@ -20,7 +20,7 @@ from mlprobe.probes.opencl import gpu_from_device
 from mlprobe.scan.run import merge_gpus
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 from .hosts import DictHost
 
 TABLE = Path(intel.__file__).resolve().parent.parent / "knowledge" / "intel_gpus.json"
@@ -206,7 +206,7 @@ def test_merges_with_the_opencl_view_of_the_same_igpu() -> None:
         "Intel(R) Graphics", "0x46d1", "23.17.26241.33")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated(ARC_DESKTOP + LAPTOP.replace("card0", "card2").replace("card1", "card3")))
 def test_drm_parser_survives_mutations(text: str) -> None:
     try:
@@ -218,7 +218,7 @@ def test_drm_parser_survives_mutations(text: str) -> None:
         intel.gpu_from_card(c)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=300))
 def test_any_text_gives_cards_or_a_parse_error(text: str) -> None:
     try:

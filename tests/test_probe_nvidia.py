@@ -17,7 +17,7 @@ from mlprobe.scan.run import scan
 from mlprobe.model.hw import nvidia as nvhw
 from mlprobe.probes import nvidia as nv
 
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -540,7 +540,7 @@ FUZZ = _fuzz_cases()
 
 @pytest.mark.parametrize("case", FUZZ, ids=[c[0] for c in FUZZ])
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_parsers_survive_mutation(
@@ -558,7 +558,7 @@ def test_parsers_survive_mutation(
             assert g.memory_mib >= 0
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(blob=st.binary(max_size=2000))
 def test_parsers_survive_random_bytes(blob: bytes) -> None:
     text = blob.decode("utf-8", errors="replace")
@@ -581,7 +581,7 @@ def test_fuzz_covers_every_nvidia_output() -> None:
     json.dumps([label for label, _, _ in FUZZ])  # labels stay plain strings
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_proc_driver_version_survives_mutation(data: st.DataObject) -> None:
     text = read("linux-nvidia-h200-mlprobe-capture", "proc-driver-nvidia-version.txt")

@@ -13,7 +13,7 @@ from mlprobe.errors import ParseError
 from mlprobe.probes import nvidia
 from mlprobe.probes.nvidia_topo import gpu_topology, link_type, parse_topo_matrix, summary, summary_facts
 
-from .fuzz import mutated
+from .fuzz import examples, mutated
 from .hosts import DictHost
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
@@ -194,7 +194,7 @@ def test_absurd_header_is_refused_fast() -> None:
 
 
 @pytest.mark.parametrize("folder", BUNDLES)
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=examples(60), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_parser_survives_mutation(folder: str, data: st.DataObject) -> None:
@@ -215,7 +215,7 @@ def test_parser_survives_mutation(folder: str, data: st.DataObject) -> None:
     assert len(topo.gpus) <= len(original.gpus) + 2  # inserted junk cannot make a machine larger
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(blob=st.binary(max_size=2000))
 def test_parser_survives_random_bytes(blob: bytes) -> None:
     try:

@@ -18,7 +18,7 @@ from mlprobe.probes import opencl
 from mlprobe.probes.opencl import gpu_from_device, is_gpu_device, parse_clinfo, parse_clinfo_json
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 POCL = "linux-nogpu-amd-epyc-pocl-opencl-cpu"
 MALI = "linux-arm-mali-g610-pocl-clinfo"
@@ -219,7 +219,7 @@ def test_clinfo_text_survives_mutations(path: Path) -> None:
     original = decode(path.read_bytes())
     limit = _gpu_count(parse_clinfo, original)
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         assert _gpu_count(parse_clinfo, text) <= limit
@@ -232,7 +232,7 @@ def test_clinfo_json_survives_mutations(path: Path) -> None:
     original = decode(path.read_bytes())
     limit = _gpu_count(parse_clinfo_json, original)
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         assert _gpu_count(parse_clinfo_json, text) <= limit
@@ -240,7 +240,7 @@ def test_clinfo_json_survives_mutations(path: Path) -> None:
     check()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated(decode((FIXTURES / POCL / "clinfo.txt").read_bytes())))
 def test_a_pocl_cpu_device_is_never_a_gpu(text: str) -> None:
     try:
@@ -259,7 +259,7 @@ JSON_VALUES = st.recursive(
     max_leaves=25)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=400))
 def test_any_text_gives_platforms_or_a_parse_error(text: str) -> None:
     for parser in (parse_clinfo, parse_clinfo_json):
@@ -269,7 +269,7 @@ def test_any_text_gives_platforms_or_a_parse_error(text: str) -> None:
             pass
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(JSON_VALUES, JSON_VALUES)
 def test_any_json_shape_gives_platforms_or_a_parse_error(platforms: Any, devices: Any) -> None:
     try:

@@ -13,7 +13,7 @@ from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import pci, rocm
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 from .hosts import DictHost
 
 LSPCI = sorted(FIXTURES.glob("*/lspci.txt"))
@@ -176,7 +176,7 @@ def test_pci_parsers_survive_mutation(name: str, text: str, kind: str) -> None:
 
     base = gpus(text)
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(text))
     def check(mut: str) -> None:
         try:

@@ -14,7 +14,7 @@ from mlprobe.probes import rocm
 from mlprobe.scan.run import facts_to_report, scan
 
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 from .hosts import DictHost
 
 ROCMINFO = sorted(FIXTURES.glob("*/rocminfo.txt"))
@@ -321,7 +321,7 @@ def test_rocminfo_survives_mutation(path: Path) -> None:
     original = decode(path.read_bytes())
     base = len(rocm.gpus_from_rocminfo(rocm.parse_rocminfo(original), []))
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         try:
@@ -347,7 +347,7 @@ def test_rocminfo_survives_mutation(path: Path) -> None:
 def test_other_rocm_parsers_survive_mutation(name: str, text: str, parse: Any, count: Any) -> None:
     base = count(parse(text))
 
-    @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(text))
     def check(mut: str) -> None:
         try:

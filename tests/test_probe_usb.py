@@ -18,7 +18,7 @@ from mlprobe.probes.usb import UsbDevice, accelerators, parse_lsusb
 
 from . import hosts
 from .conftest import FIXTURES
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 JETSON = "linux-arm64-jetson-movidius-myriadx-lsusb"
 CAPTURES = sorted(FIXTURES.glob("*/usb-devices.txt"))
@@ -111,7 +111,7 @@ def test_parser_survives_mutations(path: Path) -> None:
     original = decode(path.read_bytes())
     limit = len(accelerators(parse_lsusb(original)))
 
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
     @given(mutated(original))
     def check(text: str) -> None:
         try:
@@ -123,7 +123,7 @@ def test_parser_survives_mutations(path: Path) -> None:
     check()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=300))
 def test_any_text_gives_devices_or_a_parse_error(text: str) -> None:
     try:

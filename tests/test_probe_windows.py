@@ -14,7 +14,7 @@ from mlprobe.errors import ParseError
 from mlprobe.scan.host import ReplayHost
 from mlprobe.probes import windows as win
 
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 DXDIAG = sorted(p.parent.name for p in FIX.glob("windows-*/dxdiag.txt"))
@@ -320,7 +320,7 @@ CASES: List[Tuple[str, Callable[[str], List[win.Adapter]], str]] = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 @settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_parsers_survive_mutation(
@@ -338,7 +338,7 @@ def test_parsers_survive_mutation(
             win.to_gpu_facts(a, None, True, True)  # never raises
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(blob=st.binary(max_size=2000))
 def test_parsers_survive_random_bytes(blob: bytes) -> None:
     text = blob.decode("utf-8", errors="replace")

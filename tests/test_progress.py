@@ -16,8 +16,10 @@ import pytest
 from .conftest import ROOT
 from .ptyio import drain
 
-pytestmark = pytest.mark.skipif(os.name != "posix" or sys.platform == "darwin",
-                                reason="pseudo-terminals and fake tools as shell scripts (Linux)")
+# slow: every test runs mlprobe as a real process on a pseudo-terminal and waits for it
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.name != "posix" or sys.platform == "darwin",
+                                 reason="pseudo-terminals and fake tools as shell scripts (Linux)")]
 
 
 def run(argv: List[str], env: Dict[str, str], tty: bool, timeout: float = 90) -> Tuple[int, bytes, bytes]:

@@ -18,7 +18,7 @@ from mlprobe.report.patterns import is_secret_name, looks_secret, mode_for, prot
 from mlprobe.report.redact import Redactor
 
 from .conftest import FIXTURES, fixture_dirs
-from .fuzz import mutated
+from .fuzz import examples, mutated
 
 SYNTHETIC = sorted(p for p in FIXTURES.glob("synthetic-*-secrets") if p.is_dir())
 
@@ -350,7 +350,7 @@ CAPTURES = [
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_mutated_real_captures(data: st.DataObject) -> None:
@@ -375,7 +375,7 @@ SYN_CAPTURES = [(d.name, p.name) for d in SYNTHETIC for p in sorted(d.iterdir())
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_mutated_synthetic_capture_leaks_no_learned_name(data: st.DataObject) -> None:
@@ -394,7 +394,7 @@ def test_mutated_synthetic_capture_leaks_no_learned_name(data: st.DataObject) ->
             assert not token.search(out), f"{s!r} survived in mutated {name}"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     host=st.from_regex(r"[a-z][a-z0-9]{3,10}-[a-z0-9]{2,6}", fullmatch=True),
     user=st.from_regex(r"[a-z][a-z0-9]{4,11}", fullmatch=True),

@@ -21,6 +21,7 @@ from mlprobe.model.plan import Plan, PlanTarget, Recommendation
 from mlprobe.report.markdown import GITHUB_COMMENT_LIMIT, comment_size, plan_picks
 
 from .conftest import FIXTURES
+from .fuzz import examples
 
 MD = MarkdownIt("commonmark").enable("table")
 
@@ -138,6 +139,7 @@ def _huge_cpuinfo(target: int) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 def test_a_two_megabyte_capture_still_fits_one_comment(tmp_path: Path) -> None:
     """Acceptance: a 2 MB capture still yields a comment under the limit, raw parts trimmed first."""
     bundle = tmp_path / "bundle"
@@ -164,6 +166,7 @@ def test_a_two_megabyte_capture_still_fits_one_comment(tmp_path: Path) -> None:
     assert files["proc-cpuinfo.txt"]["text"].startswith(cut[: cut.index("[… trimmed by mlprobe:")])
 
 
+@pytest.mark.slow
 def test_several_huge_captures_and_a_huge_scan_still_fit(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(FIXTURES / "synthetic-windows-secrets", bundle)
@@ -233,7 +236,7 @@ def _norm(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     raw=st.dictionaries(
         st.sampled_from(["dxdiag.txt", "lspci.txt", "uname.txt", "clinfo.txt"]),

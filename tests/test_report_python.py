@@ -14,6 +14,7 @@ import pytest
 from .test_cli_errors import run, user_error
 
 
+@pytest.mark.slow
 def test_report_python_verifies_that_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import mlprobe.verify.runner as runner
 
@@ -50,6 +51,7 @@ def test_report_python_with_replay_is_a_usage_error() -> None:
     user_error(rc, err)
 
 
+@pytest.mark.slow
 def test_report_python_of_a_fresh_venv_end_to_end(tmp_path: Path) -> None:
     """A real child: a bare venv has no framework, and the report says so for that interpreter."""
     venv = tmp_path / "v"

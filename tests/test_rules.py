@@ -24,6 +24,8 @@ from mlprobe.plan.rules import (
     plaidml_opencl_id,
 )
 
+from .fuzz import examples
+
 KB = knowledge()
 
 
@@ -196,7 +198,7 @@ def test_arch_coverage(archs: List[str], cc: str, how: Optional[str]) -> None:
 _REL = st.lists(st.integers(0, 20), min_size=1, max_size=3).map(lambda xs: ".".join(map(str, xs)))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from([">=", "<=", ">", "<", "==", "!=", "~=", "=="]), _REL),
@@ -623,7 +625,7 @@ _ANY = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_odd_reports_never_crash_the_plan(data: st.DataObject) -> None:
     rep = report(

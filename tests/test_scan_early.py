@@ -86,6 +86,7 @@ def test_nvidia_smi_queries_run_at_once_and_read_as_their_replay(tmp_path: Path,
     assert len(timeline) == (1 if "-v" in argv else 0), proc.stderr
 
 
+@pytest.mark.slow
 def test_an_early_run_no_probe_takes_is_ended_at_exit(tmp_path: Path) -> None:
     """nvidia-smi hangs: the XML query times out, the probe stops, and the CSV and topology runs it
     never asked for are ended when mlprobe exits (no process is left behind)."""

@@ -93,6 +93,7 @@ def test_live_scan_and_replay_of_its_capture_agree(tmp_path: Path) -> None:
     assert live_c == replay_c
 
 
+@pytest.mark.slow
 def test_capture_command_writes_bundle_and_refuses_non_empty(tmp_path: Path) -> None:
     out = tmp_path / "cap"
     proc = run_cli("capture", str(out))

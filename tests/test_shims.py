@@ -25,6 +25,8 @@ from mlprobe.shims.plaidml_compat import (
     write_settings,
 )
 
+from .pyfloor import TARGET_FLOOR, old_python, too_new
+
 HAS_NUMPY = importlib.util.find_spec("numpy") is not None
 
 
@@ -77,10 +79,27 @@ def test_the_file_run_by_hand_still_sets_itself_up(tmp_path: Path) -> None:
     assert (tmp_path / PTH_NAME).read_text() == f"import {MODULE_NAME}\n"
 
 
-def test_shim_source_is_python37_syntax() -> None:
-    import ast
+def test_the_shim_and_the_hook_that_loads_it_run_on_python37() -> None:
+    """vermin, not ast.parse(feature_version=(3, 7)), which accepts the syntax and modules of later
+    releases (tests/pyfloor.py); the start-up hook loads the shim, so it has the same floor."""
+    from mlprobe.venvconf import hook
 
-    ast.parse(SHIM_SOURCE, feature_version=(3, 7))
+    assert too_new(SHIM_SOURCE, "_mlprobe_plaidml_compat.py", TARGET_FLOOR) == []
+    text = hook.render({"PLAIDML_DEVICE_IDS": "llvm_cpu.0"}, [MODULE_NAME], recipe="plaidml-opencl", label="x")
+    assert too_new(text, "_mlprobe_startup.py", TARGET_FLOOR) == []
+
+
+def test_on_a_real_python37_the_hook_loads_the_shim_and_says_nothing(tmp_path: Path) -> None:
+    exe, why = old_python(TARGET_FLOOR)
+    if exe is None:
+        pytest.skip(why)
+    _with_hook(tmp_path)
+    code = (f"import site; site.addsitedir({str(tmp_path)!r})\n"
+            "import sys; print('%d.%d' % sys.version_info[:2], '_mlprobe_plaidml_compat' in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([exe, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.split() == ["3.7", "True"], proc.stderr
+    assert proc.stderr == ""  # a start-up line that fails only prints "Error processing line ...", exit 0
 
 
 def test_collections_aliases_exist_at_startup(tmp_path: Path) -> None:

@@ -73,6 +73,7 @@ def settings_only(venv: Path, *extra: str, env: Optional[Dict[str, str]] = None)
     return mlprobe("install", "--recipe", RECIPE, "--settings-only", "--venv", str(venv), *extra, env=env)
 
 
+@pytest.mark.slow
 def test_every_start_gets_the_setting_and_the_persons_value_wins(venv: Path) -> None:
     before = tree(venv)
     r = settings_only(venv, "--json")
@@ -162,6 +163,7 @@ def test_kernel_spec_carries_the_settings_and_goes_with_detach(venv: Path, tmp_p
     assert mine.read_text(encoding="utf-8").startswith('{"argv"')
 
 
+@pytest.mark.slow
 def test_a_pth_the_person_wrote_is_left_alone(venv: Path) -> None:
     site = site_of(venv)
     theirs = site / "_mlprobe_startup.pth"
@@ -176,6 +178,7 @@ def test_a_pth_the_person_wrote_is_left_alone(venv: Path) -> None:
     assert plain(venv) == WANT
 
 
+@pytest.mark.slow
 def test_a_hook_edited_by_hand_is_left_alone(venv: Path) -> None:
     assert settings_only(venv).returncode == 0
     hook = site_of(venv) / "_mlprobe_startup.py"
@@ -294,6 +297,7 @@ def test_a_real_jupyter_kernel_gets_the_settings(tmp_path: Path) -> None:
     assert not Path(spec).exists() and (venv / "bin" / "jupyter").exists()  # the packages stay
 
 
+@pytest.mark.slow
 def test_verify_runs_the_target_as_a_plain_start_gets_it(venv: Path) -> None:
     """verify's child gets what `V/bin/python` gets when an IDE starts it: the hook's settings, and none
     when the hook is off, said in `environment`; never the activate script's values copied in."""

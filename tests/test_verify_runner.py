@@ -71,6 +71,7 @@ def test_import_segfault_is_unavailable_with_the_signal(fake_path) -> None:
     assert doc["exit_code"] == EXIT_UNAVAILABLE
 
 
+@pytest.mark.slow
 def test_import_hang_is_unavailable_after_the_stall_limit(fake_path) -> None:
     fake_path("torch", "import time\nprint('loading...')\ntime.sleep(600)\n")
     t0 = time.monotonic()
@@ -115,6 +116,7 @@ def test_child_protocol_survives_a_crash_after_partial_output(fake_path) -> None
     assert not res.clean
 
 
+@pytest.mark.slow
 @needs_torch
 def test_torch_cpu_verify_passes_correctness_learning_and_speed() -> None:
     doc = run_verify(framework="torch", device="cpu", cpu_peers=False)
@@ -131,6 +133,7 @@ def test_torch_cpu_verify_passes_correctness_learning_and_speed() -> None:
     assert doc["wall_s"] < 90  # the acceptance bar is 20 s on an idle 2-core machine; CI may be busy
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("stage", ["correctness", "learning", "speed"])
 def test_nan_gives_wrong_results(stage: str) -> None:
@@ -142,6 +145,7 @@ def test_nan_gives_wrong_results(stage: str) -> None:
     assert doc["exit_code"] == EXIT_FAILURE
 
 
+@pytest.mark.slow
 @needs_torch
 def test_segfault_during_speed_keeps_earlier_stages_and_is_unavailable() -> None:
     doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST,
@@ -153,6 +157,7 @@ def test_segfault_during_speed_keeps_earlier_stages_and_is_unavailable() -> None
     assert doc["exit_code"] == EXIT_UNAVAILABLE
 
 
+@pytest.mark.slow
 @needs_torch
 def test_hang_during_learning_is_unavailable_not_a_hang() -> None:
     t0 = time.monotonic()
@@ -164,6 +169,7 @@ def test_hang_during_learning_is_unavailable_not_a_hang() -> None:
     assert "hung" in rec["reason"] and "learning test" in rec["reason"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_exception_in_a_stage_is_unavailable_with_its_message() -> None:
     doc = run_verify(framework="torch", device="cpu", cpu_peers=False, overrides=FAST,
@@ -173,6 +179,7 @@ def test_exception_in_a_stage_is_unavailable_with_its_message() -> None:
     assert "injected fault" in rec["reason"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_absent_accelerator_request_is_not_seen_with_the_build_reason() -> None:
     import torch

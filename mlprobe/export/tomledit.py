@@ -55,7 +55,7 @@ def parse(text: str, where: str) -> Any:
 def check_valid(text: str, where: str) -> None:
     """The written text must read back as TOML with the standard reader too (tomllib/tomli)."""
     try:
-        import tomllib  # type: ignore[import-not-found,unused-ignore]
+        import tomllib  # type: ignore[import-not-found,unused-ignore]  # novm: tomli below
     except ImportError:  # Python < 3.11
         import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
     tomllib.loads(text)

@@ -262,7 +262,7 @@ def write_lock(path: Path, lock: Any) -> Path:
 
 def loads_toml(text: str) -> Dict[str, Any]:
     if sys.version_info >= (3, 11):
-        import tomllib
+        import tomllib  # novm: tomli below
     else:  # pragma: no cover - Python 3.9/3.10
         try:
             import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]

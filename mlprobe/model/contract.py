@@ -134,7 +134,7 @@ if typing.TYPE_CHECKING:
     from typing_extensions import dataclass_transform
 else:
     try:
-        from typing import dataclass_transform
+        from typing import dataclass_transform  # novm: a no-op below
     except ImportError:  # Python < 3.11: only type checkers read it
         def dataclass_transform(**_kw: Any) -> Any:
             return lambda f: f

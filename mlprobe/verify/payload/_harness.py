@@ -88,7 +88,7 @@ def short_error(exc):
 
 def dist_version(*names):
     try:
-        from importlib import metadata  # Python 3.8+
+        from importlib import metadata  # Python 3.8+  # novm: 3.7 scans dist-info below
     except ImportError:
         metadata = None
     for name in names:
