@@ -33,6 +33,13 @@ CASES = [
     ("linux-nvidia-h200-ocl-icd-ignores-filenames", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
     ("linux-nvidia-h200-doctor-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
     ("linux-nvidia-h200-cuda-visible-devices-empty-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    # the lent H100 (16 vCPUs, one NUMA node: its lscpu.txt), one capture per state it was seen in
+    ("linux-nvidia-h100-torch-jax-loaded-libraries-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h100-ld-library-path-system-cudnn-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h100-ld-preload-system-cudnn-graph-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h100-plaidml-hook-off-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h100-opencl-icd-not-registered-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
+    ("linux-nvidia-h100-plaidml-venv-vendors-folder-hook-on-capture", 1, [], "1 GPU, no peer (CPUs 0-15, NUMA node 0)"),
     ("linux-nvidia-h100-x8-nv18-six-nics-topo", 8, [f"mlx5_{i}" for i in range(6)],
      "all 8 GPUs connected by NVLink (NV18 each pair)"),
     ("linux-nvidia-a100-x8-nv12-pasted-spaces-topo", 8, [], "all 8 GPUs connected by NVLink (NV12 each pair)"),
