@@ -11,6 +11,7 @@ import sys
 import jsonschema
 
 from mlprobe.fleet.document import fleet_schema
+from mlprobe.model.docversion import schema_id, upgraded
 
 from .conftest import FIXTURES, ROOT
 
@@ -18,8 +19,11 @@ FLEET = FIXTURES / "fleet-linux-nvidia-h200-one-node" / "fleet.json"
 
 
 def test_real_fleet_report_validates_and_lists_the_node_with_its_gpu() -> None:
-    doc = json.loads(FLEET.read_text(encoding="utf-8"))
-    jsonschema.validate(doc, fleet_schema())
+    # a version-1 document (`fleet_version: 1`): the versions differ in the version key only, so with
+    # today's key it validates against today's schema
+    doc = upgraded(json.loads(FLEET.read_text(encoding="utf-8")), "fleet")
+    assert doc["schema"] == "mlprobe.fleet/1"
+    jsonschema.validate({**doc, "schema": schema_id("fleet")}, fleet_schema())
     assert doc["source"]["kind"] == "ray" and doc["summary"]["by_status"] == {"ok": 1}
     (node,) = doc["nodes"]
     gpus = node["report"]["scan"]["gpus"]

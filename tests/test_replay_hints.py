@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional
+from typing import List, Dict, Optional
 
 from .conftest import FIXTURES, ROOT
 
@@ -28,8 +28,20 @@ def mlprobe(*args: str, env: Optional[Dict[str, str]] = None) -> "subprocess.Com
                           cwd=ROOT, env=e)
 
 
+def _logical(out: str) -> List[str]:
+    """The output's lines with their wrapped continuations (indented lines under them) joined back:
+    a pipe gets at most 100 columns whatever COLUMNS says."""
+    lines: List[str] = []
+    for ln in out.splitlines():
+        if lines and ln.startswith("  ") and lines[-1] and not lines[-1].startswith(" "):
+            lines[-1] += " " + ln.strip()
+        else:
+            lines.append(ln)
+    return lines
+
+
 def _next(out: str) -> str:
-    return next(ln for ln in out.splitlines() if ln.startswith("next"))
+    return next(ln for ln in _logical(out) if ln.startswith("next"))
 
 
 def test_scan_replay_hint_keeps_replay() -> None:
@@ -106,7 +118,7 @@ def test_a_windows_capture_gets_a_windows_platform_not_this_machines() -> None:
 
 def test_scan_and_plan_agree_on_a_capture_without_a_gpu_listing() -> None:
     scan = mlprobe("scan", "--replay", APPLE_SYSCTL).stdout
-    gpus = next(ln for ln in scan.splitlines() if ln.startswith("GPUs"))
+    gpus = next(ln for ln in _logical(scan) if ln.startswith("GPUs"))
     assert gpus.startswith("GPUs not in this capture") and "none found" not in gpus
     assert "integrated Apple GPU" in gpus and "`mlprobe plan` assumes" in gpus
     plan = mlprobe("plan", "--replay", APPLE_SYSCTL).stdout

@@ -224,7 +224,12 @@ def apply(pre: Preflight, opts: InstallOptions, progress: Optional[Progress] = N
                 keep.lift_pins(env.path, txn, transcript)
             if pre.resolution is not None and pre.resolution.ok:
                 txn.protect_dists(installed_names(pre.resolution.dists))
-            txn.will_install(_dists_to_install(pre))
+            riders = []  # pip's wheel rides with the install into a venv made without it: its RECORD is ours
+            if seed_pip is not None:
+                from packaging.utils import parse_wheel_filename
+
+                riders.append(("pip", str(parse_wheel_filename(seed_pip.name)[1])))
+            txn.will_install(_dists_to_install(pre) + riders)
             if backend.name == "uv" and env.mode != "system" and env.path is not None:
                 txn.protect_file(env.path / ".lock")  # uv's lock of the environment, made at its first run
             resolved = pre.resolution if pre.resolution is not None and pre.resolution.ok else None

@@ -89,6 +89,13 @@ def known(value: Optional[str]) -> Optional[str]:
     return None if v.lower() in _UNKNOWN else v
 
 
+def _cut_marker(name: str) -> bool:
+    """A GPU name that is the start of one of collect_env's "nothing here" words ("N" of "No CUDA", "N/"
+    of "N/A"): the text was cut there (a paste, a full disk), so it names no device."""
+    v = name.strip().lower()
+    return any(u.startswith(v) for u in _UNKNOWN)
+
+
 def parse_collect_env(text: str) -> CollectEnv:
     text = clean_text(text)
     out = CollectEnv()
@@ -170,7 +177,7 @@ def gpus_from_env(env: CollectEnv) -> List[GpuFacts]:
         if m:
             entries.append((m.group(1), m.group(2)))
     for index, name in entries:
-        if not known(name):
+        if not known(name) or _cut_marker(name):
             continue
         key = index if index is not None else name
         if key in seen:
