@@ -262,6 +262,13 @@ class Arena:
             paths[name] = str(p)
         return paths
 
+    def copy_of(self, path: str) -> str:
+        """A fresh copy of one of the arena's files, for a command that may write over it: the
+        originals stay as they are for the tests that read them after the fuzzing."""
+        target = self.fresh(os.path.basename(path))
+        shutil.copyfile(path, target)
+        return target
+
     def fresh(self, name: str) -> str:
         """A new path in a folder that exists (nothing there yet)."""
         self.count += 1
@@ -430,7 +437,7 @@ def argv_strategy(draw: st.DrawFn, arena: Arena) -> List[str]:
             argv += ["--prefix", draw(_value(arena, ["example.com", "kubernetes.io", "A_B", "x" * 300]))]
         if draw(st.booleans()):
             argv += ["-o", draw(st.sampled_from([arena.fresh("features"), arena.odd["folder"],
-                                                 arena.reports["real"]]))]
+                                                 arena.copy_of(arena.reports["real"])]))]
     elif command == "completion":
         argv += draw(st.sampled_from([["bash"], ["zsh"], ["tcsh"], ["fish"], []]))
     argv += flags

@@ -42,8 +42,9 @@ def _major_minor(v: Optional[str]) -> Optional[str]:
 
 def _text(v: Optional[str], pattern: Optional["re.Pattern[str]"] = None) -> Optional[str]:
     """A text fact as the rules use it: blank is unknown, and so is a value that is not of its form
-    (a compute capability is "8.6", a gfx target "gfx1031")."""
-    if not v or not v.strip():
+    (a compute capability is "8.6", a gfx target "gfx1031"), and a value that is not text at all (a
+    hand-edited host.json's `"system": 5`)."""
+    if not isinstance(v, str) or not v.strip():
         return None
     return v if pattern is None or pattern.fullmatch(v.strip()) else None
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .capture import (
     SPECS,
@@ -400,6 +400,20 @@ def register_producer(internal: str, producer: Producer) -> None:
 # -- replay ------------------------------------------------------------------------------------
 
 
+def _json_type(value: Any) -> str:
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+# The fields of host.json the readers take as they are: each of the type `mlprobe capture` writes.
+_HOST_JSON_TYPES: Tuple[Tuple[str, str, Callable[[Any], bool]], ...] = tuple(
+    [(k, "a string", lambda v: isinstance(v, str)) for k in (
+        "system", "machine", "release", "version", "libc", "python_version", "python_executable",
+        "python_implementation")]
+    + [("env", "an object", lambda v: isinstance(v, dict)),
+       ("python_tags", "an array of strings", lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v))])
+
+
 class ReplayHost:
     """Serves a capture bundle: a folder of files, or a report JSON with an embedded bundle."""
 
@@ -479,6 +493,11 @@ class ReplayHost:
                 f"host.json in {self.source} is a JSON {type(doc).__name__}, not the object "
                 "`mlprobe capture` writes"
             )
+        for key, want, ok in _HOST_JSON_TYPES:
+            value = doc.get(key)
+            if value is not None and not ok(value):
+                raise BundleError(f"host.json in {self.source}: `{key}` is a JSON {_json_type(value)}, not {want} "
+                                  "as `mlprobe capture` writes it (a hand-edited file?)")
         return doc
 
     def env(self, name: str) -> Optional[str]:

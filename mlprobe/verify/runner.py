@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .. import __version__
 from ..errors import StageError, exit_status
@@ -73,6 +73,44 @@ def resolve_python(python: Optional[str]) -> str:
 
 _ASK = "import sys; print('mlprobe-python', *sys.version_info[:2])"
 ASK_TIMEOUT_S = 30.0
+ASK_MAX_BYTES = 64 * 1024  # the answer is one short line; a start-up that prints more is stopped
+
+
+def _read_capped(proc: Any, timeout: float, cap: int) -> Tuple[str, str, bool, bool]:
+    """(stdout, stderr, timed out, over the cap) of a child, read until both pipes close, the time is
+    up or together they passed `cap` bytes: a child that floods its output is never read whole.
+    (Windows' select takes no pipes: there the child is read whole within the time limit.)"""
+    import selectors
+    import subprocess
+
+    if os.name == "nt":
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "", "", True, False
+        return (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False,
+                len(out) + len(err) > cap)
+    sel = selectors.DefaultSelector()
+    chunks: Dict[Any, List[bytes]] = {}
+    for f in (proc.stdout, proc.stderr):
+        sel.register(f, selectors.EVENT_READ)
+        chunks[f] = []
+    deadline, total = time.monotonic() + timeout, 0
+    while sel.get_map():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "", "", True, False
+        for key, _ in sel.select(left):
+            data = os.read(key.fd, 65536)
+            if not data:
+                sel.unregister(key.fileobj)
+                continue
+            chunks[key.fileobj].append(data)
+            total += len(data)
+            if total > cap:
+                return "", "", False, True
+    text = [b"".join(chunks[f]).decode("utf-8", "replace") for f in (proc.stdout, proc.stderr)]
+    return text[0], text[1], False, False
 
 
 def _not_python(path: str) -> Optional[str]:
@@ -82,15 +120,12 @@ def _not_python(path: str) -> Optional[str]:
 
     try:
         proc = subprocess.Popen([path, "-c", _ASK], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace",
-                                start_new_session=os.name == "posix")
+                                stderr=subprocess.PIPE, start_new_session=os.name == "posix")
     except OSError as exc:
         return f"it cannot be started: {exc.strerror or exc}"
-    hung = False
+    hung = spewed = False
     try:
-        out, err = proc.communicate(timeout=ASK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        out, err, hung = "", "", True
+        out, err, hung, spewed = _read_capped(proc, ASK_TIMEOUT_S, ASK_MAX_BYTES)
     finally:
         if os.name == "posix":
             try:
@@ -103,6 +138,9 @@ def _not_python(path: str) -> Optional[str]:
     words = out.split()
     if len(words) == 3 and words[0] == "mlprobe-python" and words[1].isdigit():
         return None
+    if spewed:
+        return (f"started as `{os.path.basename(path)} -c ...`, it printed more than {ASK_MAX_BYTES // 1024} KiB "
+                "without answering as Python: stopped there")
     if hung:
         return f"started as `{os.path.basename(path)} -c ...`, it did not answer within {ASK_TIMEOUT_S:g} s"
     said = (err.strip() or out.strip()).splitlines()[-1:] or ["nothing"]
