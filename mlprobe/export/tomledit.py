@@ -5,8 +5,6 @@ written, and the new text replaces the old one all at once (a temporary file ren
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -67,22 +65,8 @@ def diff(old: str, new: str, name: str) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """`text` into `path` through a temporary file beside it, renamed over it (the old mode kept)."""
-    mode: Optional[int] = None
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".mlprobe-tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """`text` into `path` whole or not at all (ui.write_file: a temporary file beside it renamed over
+    it, the old mode kept, a symbolic link's file replaced and the link kept)."""
+    from ..ui import write_file
+
+    write_file(path, text)

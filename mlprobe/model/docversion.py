@@ -31,6 +31,22 @@ class VersionError(ValueError):
     """A version key mlprobe cannot read: of another kind, newer than this mlprobe, or malformed."""
 
 
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a JSON list"
+    if isinstance(v, dict):
+        return "a JSON object"
+    return type(v).__name__
+
+
 def schema_id(kind: str) -> str:
     """`mlprobe.<kind>/<n>`, the value of the `schema` key this mlprobe writes."""
     return f"mlprobe.{kind}/{CURRENT[kind]}"
@@ -52,16 +68,6 @@ def parse(value: Any) -> Optional[Tuple[str, int]]:
     """("plan", 2) of "mlprobe.plan/2"; None for anything else."""
     m = _ID.match(value) if isinstance(value, str) else None
     return (m.group(1), int(m.group(2))) if m else None
-
-
-def _type_name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    return "null" if v is None else "a JSON list" if isinstance(v, list) else "a JSON object"
 
 
 def version_of(doc: Mapping[str, Any], kind: str) -> Optional[int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .docversion import VersionError, parse, version_of
+from .docversion import VersionError, _type_name, parse, version_of
 
 # A report or scan JSON larger than this is not one mlprobe wrote (the raw captures it embeds are
 # capped at 8 MiB each).
@@ -16,22 +16,6 @@ MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 class DocumentError(Exception):
     """A document mlprobe cannot read; the message names the field and what was expected."""
-
-
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "a JSON list"
-    if isinstance(v, dict):
-        return "a JSON object"
-    return type(v).__name__
 
 
 def check_version(doc: Dict[str, Any], where: str) -> None:

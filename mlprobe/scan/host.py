@@ -400,11 +400,6 @@ def register_producer(internal: str, producer: Producer) -> None:
 # -- replay ------------------------------------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
-    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(value), type(value).__name__)
-
-
 # The fields of host.json the readers take as they are: each of the type `mlprobe capture` writes.
 _HOST_JSON_TYPES: Tuple[Tuple[str, str, Callable[[Any], bool]], ...] = tuple(
     [(k, "a string", lambda v: isinstance(v, str)) for k in (
@@ -496,7 +491,9 @@ class ReplayHost:
         for key, want, ok in _HOST_JSON_TYPES:
             value = doc.get(key)
             if value is not None and not ok(value):
-                raise BundleError(f"host.json in {self.source}: `{key}` is a JSON {_json_type(value)}, not {want} "
+                from ..model.docversion import _type_name
+
+                raise BundleError(f"host.json in {self.source}: `{key}` is {_type_name(value)}, not {want} "
                                   "as `mlprobe capture` writes it (a hand-edited file?)")
         return doc
 
